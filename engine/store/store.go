@@ -1,0 +1,60 @@
+// Package store defines the narrow interface between the JMS engine and its
+// durable storage. The engine owns every record's encoding; a Store only keeps
+// ordered key/value pairs in named buckets and applies batches of writes
+// atomically and durably. bbolt (package boltstore) is the embedded default; a
+// replicated store can implement the same interface later, and package
+// storetest is the contract suite every implementation must pass.
+package store
+
+import "context"
+
+// OpKind says what an Op does.
+type OpKind uint8
+
+// The two kinds of write.
+const (
+	// Put sets Key to Value in Bucket, creating the bucket if needed.
+	Put OpKind = iota + 1
+	// Delete removes Key from Bucket; deleting a missing key or a key of a
+	// missing bucket is not an error.
+	Delete
+	// DeleteBucket removes Bucket and everything in it; a missing bucket is
+	// not an error.
+	DeleteBucket
+)
+
+// Op is one write of a batch.
+type Op struct {
+	Kind   OpKind
+	Bucket string
+	Key    []byte
+	Value  []byte
+}
+
+// Store is durable, ordered key/value storage in named buckets.
+//
+// Implementations must be safe for concurrent use. Update is where
+// throughput comes from: concurrent calls should share one durable commit
+// (group commit) rather than sync once each.
+type Store interface {
+	// Update applies ops atomically: after it returns nil, all of them are
+	// durable (they survive a crash of the process or the machine); after it
+	// returns an error, none of them was applied. ops are not retained.
+	Update(ctx context.Context, ops []Op) error
+	// ForEach calls fn for every key of bucket in ascending byte order. The
+	// key and value slices are valid only during the call. A missing bucket
+	// yields no calls. An error from fn stops the walk and is returned.
+	ForEach(bucket string, fn func(key, value []byte) error) error
+	// Buckets calls fn with the name of every bucket, in ascending order.
+	Buckets(fn func(name string) error) error
+	// Close waits for pending updates and releases the store. Updates after
+	// Close fail with ErrClosed.
+	Close() error
+}
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errClosed{}
+
+type errClosed struct{}
+
+func (errClosed) Error() string { return "store: closed" }
