@@ -1,0 +1,32 @@
+// Command sluice is the Sluice message broker and its tools, one binary with
+// subcommands: serve, admin, bench, conformance, schedule, selector.
+//
+// This file only assembles the commands; each subcommand lives in a file of
+// its own and the work happens in the packages they call.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}
+
+// newRootCommand builds the command tree.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sluice",
+		Short:         "Sluice: a JMS message broker for STOMP and AMQP 1.0 clients",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// Subcommands register here, one line each.
+	return root
+}
