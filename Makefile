@@ -1,0 +1,49 @@
+# Sluice build targets. `make test` is the command the README gives; it needs
+# only Go. Targets that need other software (peer brokers, Python or Node
+# clients, a browser) are separate and installed by .ci/run.
+
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test vet generate check-generated fuzz bench interop
+
+all: build test
+
+build:
+	$(GO) build -o bin/sluice ./cmd/sluice
+
+# The README's test command: vet, formatting, freshness of generated files,
+# then every package's tests.
+test: vet check-generated
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Every generated file comes from a //go:generate line next to the code it
+# serves; generators live under gen/.
+generate:
+	$(GO) generate $(PKGS)
+
+# Fails when regenerating changes a checked-in file.
+check-generated: generate
+	@git diff --exit-code --stat -- . || { echo "generated files are stale: run make generate and commit"; exit 1; }
+
+# Short runs of every fuzz target (FUZZTIME per target).
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Tests with real non-Go clients (stomp.py, Qpid Proton, rhea, stomp.js);
+# .ci/run installs them first.
+interop:
+	$(GO) test -count=1 -tags interop -timeout 15m ./interop/...
