@@ -1,0 +1,719 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
+	"github.com/sluicemq/sluice/grammar/selector"
+)
+
+// Broker is one Sluice engine instance: its destinations, subscriptions and
+// connections, and its store.
+type Broker struct {
+	cfg   Config
+	store store.Store
+	log   *slog.Logger
+	now   func() time.Time
+	sched *scheduler
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	seq      atomic.Uint64 // message and ref order; store keys
+	connSeq  atomic.Uint64
+	idPrefix string
+
+	mu        sync.RWMutex
+	dests     map[message.Destination]*destination
+	subs      map[string]*subscription
+	clientIDs map[string]*clientIDUse
+	conns     map[*Connection]struct{}
+	closed    bool
+
+	async asyncWriter
+}
+
+type clientIDUse struct {
+	restricted *Connection
+	n          int
+}
+
+// destination is a queue or a topic known to the broker.
+type destination struct {
+	dest    message.Destination
+	q       *queue // for queues
+	t       *topic // for topics
+	owner   *Connection
+	created int64
+}
+
+func (d *destination) consumerCount() int {
+	if d.q != nil {
+		d.q.mu.Lock()
+		defer d.q.mu.Unlock()
+		return len(d.q.consumers)
+	}
+	n := 0
+	for _, s := range d.t.all() {
+		s.q.mu.Lock()
+		n += len(s.q.consumers)
+		s.q.mu.Unlock()
+	}
+	return n
+}
+
+// New starts a broker. With a store, it first recovers every destination,
+// durable subscription and persistent message the store holds.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	b := &Broker{
+		cfg:       cfg,
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		dests:     map[message.Destination]*destination{},
+		subs:      map[string]*subscription{},
+		clientIDs: map[string]*clientIDUse{},
+		conns:     map[*Connection]struct{}{},
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.cfg.ExpiryScanInterval <= 0 {
+		b.cfg.ExpiryScanInterval = time.Second
+	}
+	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	b.sched = newScheduler(b.nowMillis)
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.async.b = b
+	b.async.wake = make(chan struct{}, 1)
+	if b.store != nil {
+		if err := b.recover(ctx); err != nil {
+			b.cancel()
+			return nil, fmt.Errorf("recover store: %w", err)
+		}
+	}
+	b.wg.Add(3)
+	go func() { defer b.wg.Done(); b.sched.run(b.ctx) }()
+	go func() { defer b.wg.Done(); b.expiryLoop() }()
+	go func() { defer b.wg.Done(); b.async.run(b.ctx) }()
+	return b, nil
+}
+
+// Close closes every connection, then stops the broker's goroutines and
+// flushes pending store writes. It does not close the store.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	conns := make([]*Connection, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	b.cancel()
+	b.wg.Wait()
+	b.async.flush(context.Background())
+	return nil
+}
+
+func (b *Broker) nowMillis() int64 { return b.now().UnixMilli() }
+
+func (b *Broker) policyFor(d message.Destination) Policy {
+	if b.cfg.Policy == nil {
+		return DefaultPolicy()
+	}
+	return b.cfg.Policy(d)
+}
+
+// Connect opens a connection. A client ID in opts is claimed at once.
+func (b *Broker) Connect(opts ConnectionOptions) (*Connection, error) {
+	c := &Connection{
+		b:        b,
+		id:       b.connSeq.Add(1),
+		opts:     opts,
+		sessions: map[*Session]struct{}{},
+		temps:    map[message.Destination]*destination{},
+		created:  b.now(),
+	}
+	c.gateCond = sync.NewCond(&c.mu)
+	if c.opts.Producer == (ProducerDefaults{}) {
+		c.opts.Producer = DefaultProducerDefaults()
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errorf(CodeIllegalState, "broker is shutting down")
+	}
+	b.conns[c] = struct{}{}
+	b.mu.Unlock()
+	if opts.ClientID != "" {
+		c.opts.ClientID = ""
+		if err := c.SetClientID(opts.ClientID); err != nil {
+			b.releaseConnection(c)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (b *Broker) claimClientID(id string, c *Connection) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	use := b.clientIDs[id]
+	if c.opts.ClientIDPolicy == Restricted && use != nil && use.n > 0 {
+		return errorf(CodeInvalidClientID, "client ID %q is already in use by another connection", id)
+	}
+	if use == nil {
+		use = &clientIDUse{}
+		b.clientIDs[id] = use
+	}
+	use.n++
+	if c.opts.ClientIDPolicy == Restricted {
+		use.restricted = c
+	}
+	return nil
+}
+
+func (b *Broker) releaseConnection(c *Connection) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.conns, c)
+	id := c.clientID
+	if id == "" {
+		return
+	}
+	if use := b.clientIDs[id]; use != nil {
+		use.n--
+		if use.restricted == c {
+			use.restricted = nil
+		}
+		if use.n <= 0 {
+			delete(b.clientIDs, id)
+		}
+	}
+}
+
+// compileSelector compiles a selector, mapping errors to CodeInvalidSelector.
+func compileSelector(src string) (*selector.Selector, error) {
+	if selector.IsEmpty(src) {
+		return nil, nil
+	}
+	sel, err := selector.Compile(src)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidSelector, Msg: "invalid selector", Err: err}
+	}
+	return sel, nil
+}
+
+// newDestination builds (but does not register) a destination.
+func (b *Broker) newDestination(dest message.Destination, owner *Connection, created int64) *destination {
+	d := &destination{dest: dest, owner: owner, created: created}
+	if dest.Kind.IsTopic() {
+		d.t = newTopic(d)
+	} else {
+		bucket := ""
+		if dest.Kind == message.Queue && b.store != nil {
+			bucket = queueBucket(dest.Name)
+		}
+		d.q = newQueue(b, dest, nil, bucket)
+	}
+	return d
+}
+
+func (b *Broker) addDestination(d *destination) {
+	b.mu.Lock()
+	b.dests[d.dest] = d
+	b.mu.Unlock()
+}
+
+// resolve finds a destination, creating it when AutoCreate allows.
+// consuming says the caller will consume from it (temporary destinations
+// allow only their own connection to).
+func (b *Broker) resolve(dest message.Destination, conn *Connection, consuming bool) (*destination, error) {
+	if dest.Kind == message.NoDest || dest.Name == "" {
+		return nil, errorf(CodeInvalidDestination, "destination has no name")
+	}
+	b.mu.RLock()
+	d := b.dests[dest]
+	b.mu.RUnlock()
+	if d != nil {
+		if consuming && d.owner != nil && d.owner != conn {
+			return nil, errorf(CodeInvalidDestination, "%s belongs to another connection: only the connection that created a temporary destination may consume from it", dest)
+		}
+		return d, nil
+	}
+	if dest.Kind.IsTemporary() {
+		return nil, errorf(CodeInvalidDestination, "temporary destination %s does not exist", dest)
+	}
+	if !b.cfg.AutoCreate {
+		return nil, errorf(CodeInvalidDestination, "destination %s does not exist", dest)
+	}
+	d, _, err := b.createDestination(context.Background(), dest)
+	return d, err
+}
+
+// CreateDestination creates a queue or topic at run time; it is no error if
+// it exists already (created reports whether it was new).
+func (b *Broker) CreateDestination(ctx context.Context, dest message.Destination) (created bool, err error) {
+	if dest.Kind != message.Queue && dest.Kind != message.Topic {
+		return false, errorf(CodeInvalidDestination, "only queues and topics can be created, not %s", dest.Kind)
+	}
+	if err := validateDestName(dest.Name); err != nil {
+		return false, err
+	}
+	_, created, err = b.createDestination(ctx, dest)
+	return created, err
+}
+
+func validateDestName(name string) error {
+	if name == "" {
+		return errorf(CodeInvalidDestination, "destination name is empty")
+	}
+	if len(name) > 255 {
+		return errorf(CodeInvalidDestination, "destination name is longer than 255 bytes")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return errorf(CodeInvalidDestination, "destination name %q contains a control character", name)
+		}
+	}
+	return nil
+}
+
+func (b *Broker) createDestination(ctx context.Context, dest message.Destination) (*destination, bool, error) {
+	if err := validateDestName(dest.Name); err != nil {
+		return nil, false, err
+	}
+	b.mu.Lock()
+	if d := b.dests[dest]; d != nil {
+		b.mu.Unlock()
+		return d, false, nil
+	}
+	d := b.newDestination(dest, nil, b.nowMillis())
+	b.dests[dest] = d
+	b.mu.Unlock()
+	if b.store != nil {
+		if err := b.store.Update(ctx, []store.Op{destRecordOp(d)}); err != nil {
+			b.mu.Lock()
+			delete(b.dests, dest)
+			b.mu.Unlock()
+			return nil, false, fmt.Errorf("create %s: %w", dest, err)
+		}
+	}
+	b.log.Info("destination created", slog.String("destination", dest.String()))
+	return d, true, nil
+}
+
+// stamp sets the header fields a send assigns, applying producer defaults,
+// per-send options and destination overrides (the destination wins).
+func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def ProducerDefaults, o SendOptions) error {
+	now := b.nowMillis()
+	pol := b.policyFor(d.dest)
+	m.Destination = d.dest
+	m.Timestamp = now
+	m.Producer = conn.id
+	if m.ID == "" || !isEngineID(m.ID) {
+		m.ID = b.idPrefix + strconv.FormatUint(b.seq.Add(1), 10)
+	}
+	m.DeliveryMode = def.DeliveryMode
+	if o.Set&SetDeliveryMode != 0 {
+		m.DeliveryMode = o.DeliveryMode
+	}
+	if pol.DeliveryModeOverride != 0 {
+		m.DeliveryMode = pol.DeliveryModeOverride
+	}
+	if m.DeliveryMode != message.Persistent {
+		m.DeliveryMode = message.NonPersistent
+	}
+	if d.dest.Kind.IsTemporary() {
+		m.DeliveryMode = message.NonPersistent
+	}
+	prio := int(def.Priority)
+	if o.Set&SetPriority != 0 {
+		prio = int(o.Priority)
+	}
+	if pol.PriorityOverride >= 0 {
+		prio = pol.PriorityOverride
+	}
+	if prio < 0 || prio > 9 {
+		return errorf(CodeMessageFormat, "priority %d is out of range 0-9", prio)
+	}
+	m.Priority = uint8(prio)
+	ttl := def.TimeToLive
+	if o.Set&SetTimeToLive != 0 {
+		ttl = o.TimeToLive
+	}
+	m.Expiration = 0
+	if ttl > 0 {
+		m.Expiration = now + ttl.Milliseconds()
+	}
+	if o.Set&SetExpiration != 0 {
+		m.Expiration = o.Expiration
+	}
+	if pol.TimeToLiveOverride >= 0 {
+		m.Expiration = 0
+		if pol.TimeToLiveOverride > 0 {
+			m.Expiration = now + pol.TimeToLiveOverride.Milliseconds()
+		}
+	}
+	ttd := def.TimeToDeliver
+	if o.Set&SetTimeToDeliver != 0 {
+		ttd = o.TimeToDeliver
+	}
+	m.DeliveryTime = now + ttd.Milliseconds()
+	if o.Set&SetDeliveryTime != 0 && o.DeliveryTime > 0 {
+		m.DeliveryTime = o.DeliveryTime
+	}
+	if pol.TimeToDeliverSchedule != nil {
+		m.DeliveryTime = pol.TimeToDeliverSchedule(b.now()).UnixMilli()
+	} else if pol.TimeToDeliverOverride >= 0 {
+		m.DeliveryTime = now + pol.TimeToDeliverOverride.Milliseconds()
+	}
+	m.RedeliveryLimit = def.RedeliveryLimit
+	if o.Set&SetRedeliveryLimit != 0 {
+		m.RedeliveryLimit = o.RedeliveryLimit
+	}
+	return nil
+}
+
+// isEngineID reports whether id looks like an ID this engine assigned; any
+// other value a client put there is replaced, as JMS requires.
+func isEngineID(string) bool { return false }
+
+// send stamps, routes, stores and enqueues one message.
+func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) error {
+	d, err := b.resolve(dest, conn, false)
+	if err != nil {
+		return err
+	}
+	if err := b.stamp(d, conn, m, def, o); err != nil {
+		return err
+	}
+	if d.q != nil {
+		if err := d.q.reserve(int64(m.Size()), b.policyFor(d.dest)); err != nil {
+			return err
+		}
+	}
+	refs, err := b.route(d, m)
+	if err != nil {
+		return err
+	}
+	if ops := b.storeOpsForAdd(refs, nil); len(ops) > 0 {
+		if err := b.store.Update(ctx, ops); err != nil {
+			b.undoAdd(refs)
+			return fmt.Errorf("store message for %s: %w", dest, err)
+		}
+	}
+	b.enqueue(refs)
+	return nil
+}
+
+// route makes the refs a message needs: one for a queue, one per matching
+// subscription for a topic. Persistent messages get a shared store identity
+// for the refs that live in the store.
+func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
+	seq := b.seq.Add(1)
+	if d.q != nil {
+		r := &ref{msg: m, seq: seq, q: d.q, deliverAt: m.DeliveryTime}
+		if d.q.bucket != "" && m.DeliveryMode == message.Persistent {
+			r.rec = &stored{key: seq}
+			r.rec.refs.Store(1)
+		}
+		return []*ref{r}, nil
+	}
+	return d.t.publish(b, m, seq), nil
+}
+
+// enqueue hands routed refs to their queues.
+func (b *Broker) enqueue(refs []*ref) {
+	byQueue(refs, func(q *queue, rs []*ref) { q.add(rs...) })
+}
+
+// undoAdd forgets refs that were routed but could not be stored.
+func (b *Broker) undoAdd(refs []*ref) {
+	for _, r := range refs {
+		r.state = refGone
+	}
+}
+
+// dropRefs deletes refs of a deleted or purged queue from the store.
+func (b *Broker) dropRefs(refs []*ref) {
+	if ops := b.storeOpsForRemove(refs, nil); len(ops) > 0 {
+		b.async.add(ops)
+	}
+}
+
+// settle acknowledges refs: removes them from the store (waiting for
+// durability when sync) and from their queues.
+func (b *Broker) settle(ctx context.Context, refs []*ref, sync bool) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	var err error
+	if ops := b.storeOpsForRemove(refs, nil); len(ops) > 0 {
+		if sync {
+			err = b.store.Update(ctx, ops)
+			if err != nil {
+				err = fmt.Errorf("store acknowledgement: %w", err)
+			}
+		} else {
+			b.async.add(ops)
+		}
+	}
+	byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
+	return err
+}
+
+// requeue returns refs to their queues; failed deliveries count against the
+// redelivery limit, and those over it go to the error destination.
+func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay time.Duration) {
+	byQueue(refs, func(q *queue, rs []*ref) {
+		dead := q.requeue(rs, failed, delay)
+		if b.store != nil {
+			var ops []store.Op
+			for _, r := range rs {
+				if r.rec != nil && r.state == refScheduled {
+					ops = append(ops, refRecordOp(q.bucket, r, r.marked))
+				}
+			}
+			if len(ops) > 0 {
+				b.async.add(ops)
+			}
+		}
+		if len(dead) > 0 {
+			b.deadLetter(ctx, q, dead, "redelivery limit exceeded")
+		}
+	})
+}
+
+// reject settles in-flight refs as undeliverable: to the error destination,
+// or deleted when there is none.
+func (b *Broker) reject(ctx context.Context, refs []*ref, reason string) {
+	byQueue(refs, func(q *queue, rs []*ref) {
+		q.mu.Lock()
+		var taken []*ref
+		for _, r := range rs {
+			if r.state != refInflight {
+				continue
+			}
+			if c := r.owner; c != nil {
+				c.settled(1)
+			}
+			r.owner = nil
+			r.state = refGone
+			q.inflight--
+			q.count--
+			q.bytes -= int64(r.msg.Size())
+			q.stats.Undelivered++
+			taken = append(taken, r)
+		}
+		q.quotaCond.Broadcast()
+		expired := q.dispatchLocked(b.nowMillis())
+		q.mu.Unlock()
+		b.expireRefs(q, expired)
+		b.deadLetter(ctx, q, taken, reason)
+	})
+}
+
+// Properties the engine adds to a message it moves to an error destination.
+const (
+	PropErrorReason         = "JMS_SluiceErrorReason"
+	PropOriginalDestination = "JMS_SluiceOriginalDestination"
+	PropDeliveryCount       = "JMS_SluiceDeliveryCount"
+)
+
+// deadLetter moves refs (already out of q's accounting) to q's error
+// destination, or deletes them when it has none.
+func (b *Broker) deadLetter(ctx context.Context, q *queue, refs []*ref, reason string) {
+	if len(refs) == 0 {
+		return
+	}
+	pol := q.policy()
+	ops := b.storeOpsForRemove(refs, nil)
+	var plan []*ref
+	if !pol.ErrorDestination.IsZero() && pol.ErrorDestination != q.dest {
+		ed, err := b.resolve(pol.ErrorDestination, nil, false)
+		if err != nil {
+			b.log.Error("error destination unavailable; messages deleted", slog.String("destination", q.dest.String()),
+				slog.String("error_destination", pol.ErrorDestination.String()), slog.Any("err", err), slog.Int("messages", len(refs)))
+		} else {
+			for _, r := range refs {
+				m := r.msg.Clone()
+				m.Destination = ed.dest
+				m.Expiration = 0
+				m.DeliveryTime = 0
+				m.Props.SetUnchecked(PropErrorReason, message.StringValue(reason))
+				m.Props.SetUnchecked(PropOriginalDestination, message.StringValue(q.dest.String()))
+				m.Props.SetUnchecked(PropDeliveryCount, message.IntValue(r.count))
+				rs, _ := b.route(ed, m)
+				plan = append(plan, rs...)
+			}
+			ops = b.storeOpsForAdd(plan, ops)
+		}
+	} else {
+		b.log.Debug("undeliverable messages deleted", slog.String("destination", q.dest.String()), slog.String("reason", reason), slog.Int("messages", len(refs)))
+	}
+	if len(ops) > 0 {
+		if err := b.store.Update(ctx, ops); err != nil {
+			b.log.Error("move to error destination", slog.String("destination", q.dest.String()), slog.Any("err", err))
+			return
+		}
+	}
+	b.enqueue(plan)
+}
+
+// expireRefs applies the expiration policy to refs found expired in q
+// (already removed from its lists).
+func (b *Broker) expireRefs(q *queue, refs []*ref) {
+	if len(refs) == 0 {
+		return
+	}
+	var bytes int64
+	for _, r := range refs {
+		bytes += int64(r.msg.Size())
+	}
+	q.forgetExpired(len(refs), bytes)
+	pol := q.policy()
+	switch pol.Expiration {
+	case ExpireRedirect:
+		b.deadLetter(context.Background(), q, refs, "expired")
+		return
+	case ExpireLog:
+		for _, r := range refs {
+			b.log.Info("message expired", slog.String("destination", q.dest.String()),
+				slog.String("message_id", r.msg.ID), slog.Int64("expiration", r.msg.Expiration))
+		}
+	}
+	b.dropRefs(refs)
+}
+
+func (b *Broker) expiryLoop() {
+	t := time.NewTicker(b.cfg.ExpiryScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := b.nowMillis()
+		for _, q := range b.allQueues() {
+			q.expireScan(now)
+		}
+	}
+}
+
+// allQueues lists every queue, subscription queues included.
+func (b *Broker) allQueues() []*queue {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var qs []*queue
+	for _, d := range b.dests {
+		if d.q != nil {
+			qs = append(qs, d.q)
+		} else {
+			for _, s := range d.t.all() {
+				qs = append(qs, s.q)
+			}
+		}
+	}
+	return qs
+}
+
+// DeleteDestination deletes a queue or topic at run time, as the seed's
+// "What Happens when a Destination is Deleted" describes: its durable
+// subscriptions and messages go; its consumers and browsers close with
+// "Destination was deleted"; sends waiting for quota fail.
+func (b *Broker) DeleteDestination(ctx context.Context, dest message.Destination) error {
+	return b.deleteDestination(ctx, dest, false)
+}
+
+func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination, force bool) error {
+	b.mu.Lock()
+	d := b.dests[dest]
+	if d == nil {
+		b.mu.Unlock()
+		return errorf(CodeInvalidDestination, "destination %s does not exist", dest)
+	}
+	delete(b.dests, dest)
+	var subs []*subscription
+	if d.t != nil {
+		subs = d.t.all()
+		for _, s := range subs {
+			delete(b.subs, s.key)
+		}
+	}
+	b.mu.Unlock()
+	reason := errorf(CodeConsumerClosed, "Destination was deleted")
+	var qs []*queue
+	if d.q != nil {
+		qs = append(qs, d.q)
+	}
+	for _, s := range subs {
+		qs = append(qs, s.q)
+	}
+	var ops []store.Op
+	for _, q := range qs {
+		refs := q.drainAll(true)
+		ops = b.storeOpsForRemove(refs, ops)
+		q.mu.Lock()
+		cs := append([]*Consumer(nil), q.consumers...)
+		q.mu.Unlock()
+		for _, c := range cs {
+			_ = c.close(reason)
+		}
+		if q.bucket != "" {
+			ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: q.bucket})
+		}
+	}
+	for _, s := range subs {
+		if s.durable {
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
+		}
+	}
+	if b.store != nil && !dest.Kind.IsTemporary() {
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketDests, Key: destKey(dest)})
+	}
+	b.closeBrowsers(dest)
+	if len(ops) > 0 && b.store != nil {
+		if err := b.store.Update(ctx, ops); err != nil {
+			return fmt.Errorf("delete %s: %w", dest, err)
+		}
+	}
+	b.log.Info("destination deleted", slog.String("destination", dest.String()))
+	return nil
+}
+
+// Purge removes every message waiting on a queue (not those in flight).
+func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, error) {
+	b.mu.RLock()
+	d := b.dests[dest]
+	b.mu.RUnlock()
+	if d == nil || d.q == nil {
+		return 0, errorf(CodeInvalidDestination, "queue %s does not exist", dest)
+	}
+	refs := d.q.drainAll(false)
+	if ops := b.storeOpsForRemove(refs, nil); len(ops) > 0 {
+		if err := b.store.Update(ctx, ops); err != nil {
+			return 0, fmt.Errorf("purge %s: %w", dest, err)
+		}
+	}
+	return len(refs), nil
+}

@@ -1,0 +1,29 @@
+// Package engine is Sluice's JMS engine: destinations, connections, sessions,
+// producers, consumers, browsers, transactions, acknowledgement, redelivery,
+// expiry and scheduling, with persistence through package store.
+//
+// The engine knows nothing of any wire protocol. Protocol front-ends
+// (protocol/stomp, protocol/amqp) translate frames into calls on this API, and
+// an application can embed the engine and use the same API directly:
+//
+//	b, _ := engine.New(ctx, engine.Config{Store: st})
+//	conn, _ := b.Connect(engine.ConnectionOptions{})
+//	sess, _ := conn.CreateSession(engine.AutoAcknowledge)
+//	prod, _ := sess.CreateProducer(message.Destination{Kind: message.Queue, Name: "orders"})
+//	_ = prod.Send(ctx, &message.Message{Body: message.Body{Kind: message.BodyText, Data: []byte("hi")}}, nil)
+//	cons, _ := sess.CreateConsumer(message.Destination{Kind: message.Queue, Name: "orders"}, engine.ConsumerOptions{})
+//	conn.Start()
+//	d, _ := cons.Receive(ctx)
+//
+// # Model
+//
+// A queue holds references to messages ("refs"): the immutable *message.Message
+// plus the state of its delivery (delivery count, when it may next be
+// delivered). A topic fans each message out to its subscriptions; every
+// subscription, durable or not, is a queue of its own whose consumers compete,
+// which is also how shared subscriptions work. Persistent messages of durable
+// queues and durable subscriptions are written to the store before the send
+// returns; their delivery counts are written before each delivery attempt so
+// that a restart neither loses a count nor marks a message redelivered that
+// was never delivered.
+package engine

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
+)
+
+// ExpirationPolicy says what happens to a message found expired (seed:
+// "Handling Expired Messages").
+type ExpirationPolicy uint8
+
+// Expiration policies. Discard is the default.
+const (
+	ExpireDiscard ExpirationPolicy = iota
+	ExpireLog
+	ExpireRedirect
+)
+
+// String returns the policy's name as the config file spells it.
+func (p ExpirationPolicy) String() string {
+	switch p {
+	case ExpireLog:
+		return "log"
+	case ExpireRedirect:
+		return "redirect"
+	}
+	return "discard"
+}
+
+// Policy is the administrative configuration of one destination. Negative
+// durations and limits mean "not set": the producer's or session's value
+// applies.
+type Policy struct {
+	// DeliveryModeOverride, when non-zero, replaces the producer's delivery mode.
+	DeliveryModeOverride message.DeliveryMode
+	// PriorityOverride, when ≥ 0, replaces the producer's priority.
+	PriorityOverride int
+	// TimeToLiveOverride, when ≥ 0, replaces the producer's time to live (0 = never expires).
+	TimeToLiveOverride time.Duration
+	// TimeToDeliverOverride, when ≥ 0, replaces the producer's time to deliver.
+	TimeToDeliverOverride time.Duration
+	// TimeToDeliverSchedule, when set, replaces the producer's time to
+	// deliver with the next time of a delivery schedule; it wins over
+	// TimeToDeliverOverride.
+	TimeToDeliverSchedule func(now time.Time) time.Time
+	// RedeliveryDelayOverride, when ≥ 0, replaces the session's redelivery delay.
+	RedeliveryDelayOverride time.Duration
+	// RedeliveryLimit, when ≥ 0, replaces the message's JMSRedeliveryLimit.
+	RedeliveryLimit int32
+	// ErrorDestination receives messages that exceed their redelivery limit
+	// and, with ExpireRedirect, expired ones. Zero: they are deleted.
+	ErrorDestination message.Destination
+	// Expiration is what happens to expired messages.
+	Expiration ExpirationPolicy
+	// MaxMessages and MaxBytes are the destination's quota; 0 = unlimited.
+	MaxMessages int64
+	MaxBytes    int64
+	// BlockingSendTimeout is how long a send waits for quota before it fails
+	// with a resource-allocation error; 0 fails at once.
+	BlockingSendTimeout time.Duration
+}
+
+// DefaultPolicy returns a Policy that overrides nothing.
+func DefaultPolicy() Policy {
+	return Policy{
+		PriorityOverride:        -1,
+		TimeToLiveOverride:      -1,
+		TimeToDeliverOverride:   -1,
+		RedeliveryDelayOverride: -1,
+		RedeliveryLimit:         -1,
+	}
+}
+
+// Config configures a Broker.
+type Config struct {
+	// Store keeps persistent messages and durable subscriptions. Nil runs the
+	// broker in memory: nothing survives a restart.
+	Store store.Store
+	// Logger receives the engine's structured logs; nil discards them.
+	Logger *slog.Logger
+	// Policy returns the policy of a destination; nil gives every destination
+	// DefaultPolicy.
+	Policy func(d message.Destination) Policy
+	// AutoCreate lets producers and consumers create queues and topics by
+	// naming them (as ActiveMQ and RabbitMQ do). When false, only
+	// destinations created through CreateDestination exist.
+	AutoCreate bool
+	// ExpiryScanInterval is how often the active expiration scan runs; 0
+	// means one second.
+	ExpiryScanInterval time.Duration
+	// ProviderVersion is reported in connection metadata, e.g. "0.1.0".
+	ProviderVersion string
+	// Now is the clock; nil means time.Now. Tests set it.
+	Now func() time.Time
+}

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/message"
+)
+
+// ProducerDefaults are the values a producer gives messages that a send does
+// not set (JMS producer attributes plus WebLogic's time-to-deliver and
+// redelivery limit).
+type ProducerDefaults struct {
+	// DeliveryMode; zero means Persistent, the JMS default.
+	DeliveryMode message.DeliveryMode
+	// Priority 0-9; nil-like zero value is 0, so the JMS default 4 must be
+	// given explicitly: use DefaultProducerDefaults.
+	Priority uint8
+	// TimeToLive; 0 means messages never expire.
+	TimeToLive time.Duration
+	// TimeToDeliver is a relative delivery delay; 0 delivers at once.
+	TimeToDeliver time.Duration
+	// RedeliveryLimit; message.NoRedeliveryLimit means none.
+	RedeliveryLimit int32
+}
+
+// DefaultProducerDefaults returns the JMS defaults: persistent, priority 4,
+// no expiry, no delay, no redelivery limit.
+func DefaultProducerDefaults() ProducerDefaults {
+	return ProducerDefaults{DeliveryMode: message.Persistent, Priority: 4, RedeliveryLimit: message.NoRedeliveryLimit}
+}
+
+// SendField says which fields of SendOptions a send sets.
+type SendField uint8
+
+// SendOptions fields.
+const (
+	SetDeliveryMode SendField = 1 << iota
+	SetPriority
+	SetTimeToLive
+	SetTimeToDeliver
+	SetDeliveryTime
+	SetRedeliveryLimit
+	SetExpiration
+)
+
+// SendOptions override the producer's defaults for one send.
+type SendOptions struct {
+	// Set says which of the fields below apply.
+	Set             SendField
+	DeliveryMode    message.DeliveryMode
+	Priority        uint8
+	TimeToLive      time.Duration // relative; 0 = never expires
+	Expiration      int64         // absolute ms (STOMP "expires"); 0 = never
+	TimeToDeliver   time.Duration // relative delay
+	DeliveryTime    int64         // absolute ms; wins over TimeToDeliver
+	RedeliveryLimit int32
+}
+
+// Producer sends messages (JMS MessageProducer).
+type Producer struct {
+	sess *Session
+	dest message.Destination
+	// Defaults are the producer's attributes; change them between sends.
+	Defaults ProducerDefaults
+}
+
+// Destination returns the producer's destination (zero when anonymous).
+func (p *Producer) Destination() message.Destination { return p.dest }
+
+// Send sends m to the producer's destination. Send takes ownership of m: the
+// engine sets its header fields (JMSMessageID, JMSTimestamp, …) and shares it
+// with consumers, so the caller must not change it afterwards. A persistent
+// message to a durable destination is stored before Send returns.
+func (p *Producer) Send(ctx context.Context, m *message.Message, o SendOptions) error {
+	return p.SendTo(ctx, p.dest, m, o)
+}
+
+// SendTo sends m to dest (for anonymous producers; a producer with a
+// destination may not name another).
+func (p *Producer) SendTo(ctx context.Context, dest message.Destination, m *message.Message, o SendOptions) error {
+	if err := p.sess.checkOpen(); err != nil {
+		return err
+	}
+	if !p.dest.IsZero() && dest != p.dest {
+		return errorf(CodeJMS, "producer is bound to %s; cannot send to %s", p.dest, dest)
+	}
+	if dest.IsZero() {
+		return errorf(CodeInvalidDestination, "no destination given")
+	}
+	if p.sess.mode == Transacted {
+		return p.SendIn(ctx, p.sess.txn, dest, m, o)
+	}
+	return p.sess.conn.b.send(ctx, p.sess.conn, dest, m, p.Defaults, o)
+}
+
+// SendIn sends m as part of tx: it becomes visible when tx commits.
+func (p *Producer) SendIn(ctx context.Context, tx *Txn, dest message.Destination, m *message.Message, o SendOptions) error {
+	if err := p.sess.checkOpen(); err != nil {
+		return err
+	}
+	if dest.IsZero() {
+		dest = p.dest
+	}
+	b := p.sess.conn.b
+	d, err := b.resolve(dest, p.sess.conn, false)
+	if err != nil {
+		return err
+	}
+	if err := b.stamp(d, p.sess.conn, m, p.Defaults, o); err != nil {
+		return err
+	}
+	return tx.addSend(d, m)
+}

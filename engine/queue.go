@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/message"
+)
+
+// queue holds refs and hands them to competing consumers. Point-to-point
+// destinations are queues; so is every topic subscription (durable or not,
+// shared or not), fed by its topic.
+type queue struct {
+	b      *Broker
+	dest   message.Destination // the queue, or the subscription's topic
+	sub    *subscription       // non-nil when this queue is a topic subscription
+	bucket string              // store bucket of its refs; "" when nothing is stored
+
+	mu        sync.Mutex
+	quotaCond *sync.Cond // signalled when messages leave (quota waiters)
+	ready     [10]refList
+	nready    int
+	consumers []*Consumer
+	rr        int
+	inflight  int
+	scheduled int
+	count     int64 // refs held in any state but gone
+	gen       uint32 // bumped by a purge: scheduled refs of older generations are dropped when they wake
+	bytes     int64
+	deleted   bool
+	stats     queueStats
+}
+
+// queueStats are a destination's counters, reported by the admin API.
+type queueStats struct {
+	Enqueued    uint64
+	Dequeued    uint64
+	Expired     uint64
+	Redelivered uint64
+	Undelivered uint64
+}
+
+func newQueue(b *Broker, dest message.Destination, sub *subscription, bucket string) *queue {
+	q := &queue{b: b, dest: dest, sub: sub, bucket: bucket}
+	q.quotaCond = sync.NewCond(&q.mu)
+	return q
+}
+
+// policy returns the destination's policy (a subscription uses its topic's).
+func (q *queue) policy() Policy { return q.b.policyFor(q.dest) }
+
+// add puts new refs into the queue (they are already durable where they need
+// to be) and dispatches.
+func (q *queue) add(refs ...*ref) {
+	now := q.b.nowMillis()
+	var due []*ref
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		q.b.dropRefs(refs)
+		return
+	}
+	for _, r := range refs {
+		q.count++
+		q.bytes += int64(r.msg.Size())
+		q.stats.Enqueued++
+		if r.deliverAt > now {
+			r.gen = q.gen
+			r.state = refScheduled
+			q.scheduled++
+			due = append(due, r)
+			continue
+		}
+		r.state = refReady
+		q.ready[r.msg.Priority].insert(r)
+		q.nready++
+	}
+	expired := q.dispatchLocked(now)
+	q.mu.Unlock()
+	for _, r := range due {
+		q.b.sched.add(r.deliverAt, r)
+	}
+	q.b.expireRefs(q, expired)
+}
+
+// wake moves a scheduled ref whose time has come into the ready lists.
+func (q *queue) wake(r *ref) {
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	if r.state != refScheduled {
+		q.mu.Unlock()
+		return
+	}
+	if q.deleted || r.gen != q.gen {
+		r.state = refGone
+		q.mu.Unlock()
+		q.b.dropRefs([]*ref{r})
+		return
+	}
+	q.scheduled--
+	r.state = refReady
+	q.ready[r.msg.Priority].insert(r)
+	q.nready++
+	expired := q.dispatchLocked(now)
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// kick dispatches after something changed outside add (a consumer joined,
+// credit came back, a connection started).
+func (q *queue) kick() {
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	expired := q.dispatchLocked(now)
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// dispatchLocked hands ready refs to consumers with credit, round robin,
+// each consumer taking the first ref (by priority, then arrival) that its
+// selector matches. Refs found expired on the way are removed and returned
+// for the caller to handle after unlocking.
+func (q *queue) dispatchLocked(now int64) (expired []*ref) {
+	n := len(q.consumers)
+	if n == 0 || q.nready == 0 {
+		return nil
+	}
+	for q.nready > 0 {
+		progress := false
+		for i := 0; i < n; i++ {
+			c := q.consumers[(q.rr+i)%n]
+			if !c.eligible() {
+				continue
+			}
+			r := q.takeFor(c, now, &expired)
+			if r == nil {
+				continue
+			}
+			q.rr = (q.rr + i + 1) % n
+			q.inflight++
+			r.state = refInflight
+			r.owner = c
+			c.push(r)
+			progress = true
+			break
+		}
+		if !progress {
+			break
+		}
+	}
+	return expired
+}
+
+// takeFor removes and returns the first ready ref c may receive.
+func (q *queue) takeFor(c *Consumer, now int64, expired *[]*ref) *ref {
+	for p := 9; p >= 0; p-- {
+		l := &q.ready[p]
+		for i := 0; i < l.len(); i++ {
+			r := l.at(i)
+			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+				l.removeAt(i)
+				i--
+				q.nready--
+				r.state = refGone
+				*expired = append(*expired, r)
+				continue
+			}
+			if !c.accepts(r) {
+				continue
+			}
+			l.removeAt(i)
+			q.nready--
+			return r
+		}
+	}
+	return nil
+}
+
+// settle removes refs that were delivered and are now acknowledged.
+func (q *queue) settle(refs []*ref) {
+	q.mu.Lock()
+	for _, r := range refs {
+		if r.state != refInflight {
+			continue
+		}
+		r.state = refGone
+		if c := r.owner; c != nil {
+			c.settled(1)
+		}
+		r.owner = nil
+		q.inflight--
+		q.count--
+		q.bytes -= int64(r.msg.Size())
+		q.stats.Dequeued++
+	}
+	q.quotaCond.Broadcast()
+	expired := q.dispatchLocked(q.b.nowMillis())
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// requeue puts in-flight refs back. A failed delivery (rollback, recover,
+// NACK) counts against the redelivery limit and waits the redelivery delay;
+// a return without failure (connection closed, never consumed) does neither.
+// Refs over their limit are returned for the caller to dead-letter.
+func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable []*ref) {
+	now := q.b.nowMillis()
+	pol := q.policy()
+	if failed && pol.RedeliveryDelayOverride >= 0 {
+		delay = pol.RedeliveryDelayOverride
+	}
+	var later []*ref
+	q.mu.Lock()
+	for _, r := range refs {
+		if r.state != refInflight {
+			continue
+		}
+		if c := r.owner; c != nil {
+			c.settled(1)
+		}
+		r.owner = nil
+		q.inflight--
+		if q.deleted {
+			r.state = refGone
+			q.count--
+			q.bytes -= int64(r.msg.Size())
+			continue
+		}
+		if failed && r.count > 0 {
+			limit := r.msg.RedeliveryLimit
+			if pol.RedeliveryLimit >= 0 {
+				limit = pol.RedeliveryLimit
+			}
+			if limit >= 0 && r.count > limit {
+				r.state = refGone
+				q.count--
+				q.bytes -= int64(r.msg.Size())
+				q.stats.Undelivered++
+				undeliverable = append(undeliverable, r)
+				continue
+			}
+		}
+		if r.count > 0 {
+			q.stats.Redelivered++
+		}
+		if failed && delay > 0 {
+			r.deliverAt = now + delay.Milliseconds()
+			r.gen = q.gen
+			r.state = refScheduled
+			q.scheduled++
+			later = append(later, r)
+			continue
+		}
+		r.state = refReady
+		q.ready[r.msg.Priority].insert(r)
+		q.nready++
+	}
+	q.quotaCond.Broadcast()
+	expired := q.dispatchLocked(now)
+	q.mu.Unlock()
+	for _, r := range later {
+		q.b.sched.add(r.deliverAt, r)
+	}
+	q.b.expireRefs(q, expired)
+	return undeliverable
+}
+
+// addConsumer attaches c and dispatches to it.
+func (q *queue) addConsumer(c *Consumer) error {
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return errorf(CodeInvalidDestination, "destination %s was deleted", q.dest)
+	}
+	q.consumers = append(q.consumers, c)
+	q.mu.Unlock()
+	q.kick()
+	return nil
+}
+
+// removeConsumer detaches c and returns the refs dispatched to it that its
+// application never took.
+func (q *queue) removeConsumer(c *Consumer) {
+	q.mu.Lock()
+	for i, x := range q.consumers {
+		if x == c {
+			q.consumers = append(q.consumers[:i], q.consumers[i+1:]...)
+			break
+		}
+	}
+	if q.rr >= len(q.consumers) {
+		q.rr = 0
+	}
+	q.mu.Unlock()
+}
+
+// expireScan removes every expired ref in the ready lists, so that expired
+// messages behind live ones do not pile up. Scheduled refs are checked when
+// they wake.
+func (q *queue) expireScan(now int64) {
+	var expired []*ref
+	q.mu.Lock()
+	for p := range q.ready {
+		l := &q.ready[p]
+		for i := 0; i < l.len(); i++ {
+			r := l.at(i)
+			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+				l.removeAt(i)
+				i--
+				q.nready--
+				r.state = refGone
+				expired = append(expired, r)
+			}
+		}
+	}
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// forgetExpired updates counters for refs removed as expired.
+func (q *queue) forgetExpired(n int, bytes int64) {
+	q.mu.Lock()
+	q.count -= int64(n)
+	q.bytes -= bytes
+	q.stats.Expired += uint64(n)
+	q.quotaCond.Broadcast()
+	q.mu.Unlock()
+}
+
+// snapshot returns the ready and scheduled refs in delivery order (priority,
+// then arrival) for browsing, filtered by accept.
+func (q *queue) snapshot(accept func(*ref) bool) []*ref {
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*ref
+	for p := 9; p >= 0; p-- {
+		l := &q.ready[p]
+		for i := 0; i < l.len(); i++ {
+			r := l.at(i)
+			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+				continue
+			}
+			if accept == nil || accept(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// reserve waits until the queue has room for a message of size bytes under
+// the policy's quota, or fails with a resource-allocation error.
+func (q *queue) reserve(size int64, pol Policy) error {
+	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
+		return nil
+	}
+	full := func() bool {
+		return (pol.MaxMessages > 0 && q.count+1 > pol.MaxMessages) ||
+			(pol.MaxBytes > 0 && q.bytes+size > pol.MaxBytes)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !full() {
+		return nil
+	}
+	if pol.BlockingSendTimeout <= 0 {
+		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
+	}
+	deadline := time.Now().Add(pol.BlockingSendTimeout)
+	t := time.AfterFunc(pol.BlockingSendTimeout, func() {
+		q.mu.Lock()
+		q.quotaCond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer t.Stop()
+	for full() && !q.deleted && time.Now().Before(deadline) {
+		q.quotaCond.Wait()
+	}
+	if q.deleted {
+		return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
+	}
+	if full() {
+		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
+	}
+	return nil
+}
+
+// drain removes every ref (purge or deletion) and returns them.
+func (q *queue) drainAll(markDeleted bool) []*ref {
+	q.mu.Lock()
+	var out []*ref
+	for p := range q.ready {
+		l := &q.ready[p]
+		for l.len() > 0 {
+			r := l.removeAt(0)
+			r.state = refGone
+			out = append(out, r)
+		}
+	}
+	q.nready = 0
+	q.count -= int64(q.scheduled)
+	q.scheduled = 0
+	q.gen++
+	if markDeleted {
+		q.deleted = true
+	}
+	q.count -= int64(len(out))
+	for _, r := range out {
+		q.bytes -= int64(r.msg.Size())
+	}
+	q.quotaCond.Broadcast()
+	q.mu.Unlock()
+	return out
+}

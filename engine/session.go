@@ -1,0 +1,449 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/message"
+)
+
+// AckMode is a session's acknowledgement mode.
+type AckMode uint8
+
+// Acknowledgement modes (JMS, plus INDIVIDUAL as ActiveMQ and STOMP's
+// client-individual have it).
+const (
+	AutoAcknowledge AckMode = iota + 1
+	ClientAcknowledge
+	DupsOKAcknowledge
+	IndividualAcknowledge
+	Transacted
+)
+
+// String returns the mode's JMS name.
+func (m AckMode) String() string {
+	switch m {
+	case AutoAcknowledge:
+		return "AUTO_ACKNOWLEDGE"
+	case ClientAcknowledge:
+		return "CLIENT_ACKNOWLEDGE"
+	case DupsOKAcknowledge:
+		return "DUPS_OK_ACKNOWLEDGE"
+	case IndividualAcknowledge:
+		return "INDIVIDUAL_ACKNOWLEDGE"
+	case Transacted:
+		return "SESSION_TRANSACTED"
+	}
+	return "unknown"
+}
+
+// delivery is a message delivered to the application and not yet settled.
+type delivery struct {
+	tag uint64
+	r   *ref
+	c   *Consumer
+}
+
+// Session is a single-threaded context for producing and consuming (JMS
+// Session). Its methods may be called from one goroutine at a time, except
+// Close, which any goroutine may call.
+type Session struct {
+	conn *Connection
+	id   uint64
+	mode AckMode
+
+	mu        sync.Mutex
+	pending   []delivery // delivered, unsettled, in tag order
+	nextTag   uint64
+	consumers map[*Consumer]struct{}
+	browsers  map[*Browser]struct{}
+	txn       *Txn // the current transaction of a Transacted session
+	closed    bool
+	delay     atomic.Int64 // redelivery delay, ns
+	listenMu  sync.Mutex   // one listener at a time per session
+	onErr     atomic.Pointer[func(error)]
+}
+
+// Mode returns the session's acknowledgement mode.
+func (s *Session) Mode() AckMode { return s.mode }
+
+// SetRedeliveryDelay changes the delay applied to messages this session
+// rolls back or recovers from now on (seed: "Setting a Redelivery Delay").
+func (s *Session) SetRedeliveryDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// RedeliveryDelay returns the session's redelivery delay.
+func (s *Session) RedeliveryDelay() time.Duration { return time.Duration(s.delay.Load()) }
+
+// SetExceptionListener sets the function told of problems that no call
+// would otherwise report, such as a consumer closed because its destination
+// was deleted.
+func (s *Session) SetExceptionListener(fn func(error)) {
+	if fn == nil {
+		s.onErr.Store(nil)
+		return
+	}
+	s.onErr.Store(&fn)
+}
+
+func (s *Session) notify(err error) {
+	if fn := s.onErr.Load(); fn != nil {
+		(*fn)(err)
+		return
+	}
+	s.conn.notify(err)
+}
+
+func (s *Session) checkOpen() error {
+	if s.closed {
+		return errorf(CodeIllegalState, "session is closed")
+	}
+	return s.conn.checkOpen()
+}
+
+// delivered records that r is being delivered to the application through c
+// and returns the Delivery. byReceive says a synchronous receive took it.
+func (s *Session) delivered(c *Consumer, r *ref, byReceive bool) message.Delivery {
+	r.count++
+	d := message.Delivery{Msg: r.msg, DeliveryCount: r.count, Redelivered: r.count > 1}
+	s.mu.Lock()
+	s.nextTag++
+	d.Tag = s.nextTag
+	autoNow := byReceive && (s.mode == AutoAcknowledge || s.mode == DupsOKAcknowledge)
+	if !autoNow {
+		s.pending = append(s.pending, delivery{tag: d.Tag, r: r, c: c})
+	}
+	s.mu.Unlock()
+	if autoNow {
+		s.conn.b.settle(context.Background(), []*ref{r}, false)
+	}
+	return d
+}
+
+// afterListener acknowledges a listener's message in auto modes.
+func (s *Session) afterListener(d message.Delivery) {
+	if s.mode == AutoAcknowledge || s.mode == DupsOKAcknowledge {
+		_ = s.settleTags(context.Background(), d.Tag, false, false)
+	}
+}
+
+// takePending removes and returns pending deliveries: up to and including
+// tag when cumulative, else only tag. tag 0 takes everything.
+func (s *Session) takePending(tag uint64, cumulative bool) ([]delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tag == 0 {
+		out := s.pending
+		s.pending = nil
+		return out, nil
+	}
+	for i, d := range s.pending {
+		if d.tag != tag {
+			continue
+		}
+		if cumulative {
+			out := append([]delivery(nil), s.pending[:i+1]...)
+			s.pending = append(s.pending[:0], s.pending[i+1:]...)
+			return out, nil
+		}
+		s.pending = append(s.pending[:i], s.pending[i+1:]...)
+		return []delivery{d}, nil
+	}
+	return nil, errorf(CodeIllegalState, "no unacknowledged delivery %d in this session", tag)
+}
+
+func refsOf(ds []delivery) []*ref {
+	out := make([]*ref, len(ds))
+	for i, d := range ds {
+		out[i] = d.r
+	}
+	return out
+}
+
+func (s *Session) settleTags(ctx context.Context, tag uint64, cumulative, sync bool) error {
+	ds, err := s.takePending(tag, cumulative)
+	if err != nil {
+		return err
+	}
+	return s.conn.b.settle(ctx, refsOf(ds), sync)
+}
+
+// Acknowledge acknowledges the delivery with the given tag. In a
+// CLIENT_ACKNOWLEDGE session it acknowledges every message the session
+// delivered up to and including it; otherwise only that one. It returns once
+// the acknowledgement is durable. In a transacted session it is an error:
+// Commit acknowledges.
+func (s *Session) Acknowledge(ctx context.Context, tag uint64) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if s.mode == Transacted {
+		return errorf(CodeIllegalState, "acknowledge in a transacted session: commit instead")
+	}
+	return s.settleTags(ctx, tag, s.mode == ClientAcknowledge, true)
+}
+
+// Outcome says what to do with a delivery that was not acknowledged.
+type Outcome uint8
+
+// Outcomes of Settle, after AMQP's and STOMP's.
+const (
+	// Failed is a failed delivery (STOMP NACK, AMQP modified
+	// delivery-failed): the count stands, the redelivery delay and limit apply.
+	Failed Outcome = iota + 1
+	// Released puts the message back as if never delivered (AMQP released).
+	Released
+	// Rejected makes the message undeliverable now: to the error destination,
+	// or deleted when there is none (AMQP rejected, NACK requeue:false).
+	Rejected
+)
+
+// Settle ends a delivery other than by acknowledging it. Cumulative applies
+// to CLIENT_ACKNOWLEDGE sessions as in Acknowledge.
+func (s *Session) Settle(ctx context.Context, tag uint64, outcome Outcome) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	ds, err := s.takePending(tag, false)
+	if err != nil {
+		return err
+	}
+	refs := refsOf(ds)
+	switch outcome {
+	case Released:
+		for _, r := range refs {
+			r.count--
+		}
+		s.conn.b.requeue(ctx, refs, false, 0)
+	case Rejected:
+		s.conn.b.reject(ctx, refs, "rejected by the consumer")
+	default:
+		s.conn.b.requeue(ctx, refs, true, s.RedeliveryDelay())
+	}
+	return nil
+}
+
+// Recover redelivers every message the session delivered and has not
+// acknowledged, after the session's redelivery delay (JMS recover). In a
+// transacted session it is Rollback.
+func (s *Session) Recover(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if s.mode == Transacted {
+		return s.Rollback(ctx)
+	}
+	ds, _ := s.takePending(0, false)
+	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	return nil
+}
+
+// Commit commits the session's transaction: its sends become visible and
+// its deliveries are acknowledged, all at once and durably, or none of them.
+func (s *Session) Commit(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if s.mode != Transacted {
+		return errorf(CodeIllegalState, "commit in a session that is not transacted")
+	}
+	ds, _ := s.takePending(0, false)
+	tx := s.txn
+	s.txn = s.conn.newTxn()
+	for _, d := range ds {
+		tx.acks = append(tx.acks, d.r)
+	}
+	return tx.Commit(ctx)
+}
+
+// Rollback discards the session's sends and redelivers its deliveries
+// after the session's redelivery delay.
+func (s *Session) Rollback(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if s.mode != Transacted {
+		return errorf(CodeIllegalState, "rollback in a session that is not transacted")
+	}
+	ds, _ := s.takePending(0, false)
+	tx := s.txn
+	s.txn = s.conn.newTxn()
+	tx.Rollback(ctx)
+	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	return nil
+}
+
+// AcknowledgeIn moves a delivery into an explicit transaction (STOMP ACK
+// with a transaction header, AMQP transactional disposition): it is
+// acknowledged when tx commits and redelivered when tx rolls back.
+func (s *Session) AcknowledgeIn(tx *Txn, tag uint64) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	ds, err := s.takePending(tag, s.mode == ClientAcknowledge)
+	if err != nil {
+		return err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		s.conn.b.requeue(context.Background(), refsOf(ds), false, 0)
+		return errorf(CodeIllegalState, "transaction already ended")
+	}
+	for _, d := range ds {
+		tx.acks = append(tx.acks, d.r)
+		tx.ackDelay = s.RedeliveryDelay()
+	}
+	return nil
+}
+
+// Close closes the session: its consumers and browsers close, an open
+// transaction rolls back, and unacknowledged messages go back to their
+// queues without counting as failed deliveries (seed: "Closing a Session").
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cs := make([]*Consumer, 0, len(s.consumers))
+	for c := range s.consumers {
+		cs = append(cs, c)
+	}
+	bs := make([]*Browser, 0, len(s.browsers))
+	for br := range s.browsers {
+		bs = append(bs, br)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		_ = c.close(nil)
+	}
+	for _, br := range bs {
+		br.Close()
+	}
+	if s.txn != nil {
+		s.txn.Rollback(context.Background())
+	}
+	ds, _ := s.takePending(0, false)
+	s.conn.b.requeue(context.Background(), refsOf(ds), false, 0)
+	s.conn.removeSession(s)
+	return nil
+}
+
+func (s *Session) removeConsumer(c *Consumer) {
+	s.mu.Lock()
+	delete(s.consumers, c)
+	s.mu.Unlock()
+}
+
+// CreateProducer makes a producer for dest; a zero dest makes an anonymous
+// producer that names the destination on each send.
+func (s *Session) CreateProducer(dest message.Destination) (*Producer, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if !dest.IsZero() {
+		if _, err := s.conn.b.resolve(dest, s.conn, false); err != nil {
+			return nil, err
+		}
+	}
+	return &Producer{sess: s, dest: dest, Defaults: s.conn.producerDefaults()}, nil
+}
+
+// CreateConsumer makes a consumer on a queue, or a subscription on a topic
+// (durable and/or shared per opts).
+func (s *Session) CreateConsumer(dest message.Destination, opts ConsumerOptions) (*Consumer, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	b := s.conn.b
+	sel, err := compileSelector(opts.Selector)
+	if err != nil {
+		return nil, err
+	}
+	window := opts.Prefetch
+	if window <= 0 {
+		window = DefaultPrefetch
+	}
+	c := &Consumer{
+		sess:   s,
+		dest:   dest,
+		sel:    sel,
+		mode:   opts.CreditMode,
+		window: window,
+		signal: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	if c.mode != CreditManual {
+		c.credit = window
+	}
+	if dest.Kind.IsTopic() {
+		sub, err := b.subscribe(s.conn, dest, opts, sel, c)
+		if err != nil {
+			return nil, err
+		}
+		c.sub = sub
+		c.q = sub.q
+		c.sel = nil // the subscription filters at publish time
+	} else {
+		if opts.Durable || opts.Shared {
+			return nil, errorf(CodeInvalidDestination, "durable and shared subscriptions need a topic, not %s", dest)
+		}
+		d, err := b.resolve(dest, s.conn, true)
+		if err != nil {
+			return nil, err
+		}
+		c.q = d.q
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errorf(CodeIllegalState, "session is closed")
+	}
+	s.consumers[c] = struct{}{}
+	s.mu.Unlock()
+	if err := c.q.addConsumer(c); err != nil {
+		s.removeConsumer(c)
+		if c.sub != nil {
+			b.detachSubscription(c.sub, c)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Unsubscribe deletes the durable subscription name of this connection's
+// client ID. It fails while a consumer is active on it or while one of its
+// messages is unacknowledged or in a transaction (seed: "Deleting Durable
+// Subscriptions").
+func (s *Session) Unsubscribe(ctx context.Context, name string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.conn.b.unsubscribe(ctx, s.conn, name)
+}
+
+// CreateTemporaryQueue makes a queue that lives as long as the connection.
+func (s *Session) CreateTemporaryQueue() (message.Destination, error) {
+	if err := s.checkOpen(); err != nil {
+		return message.Destination{}, err
+	}
+	return s.conn.createTemporary(message.TempQueue)
+}
+
+// CreateTemporaryTopic makes a topic that lives as long as the connection.
+func (s *Session) CreateTemporaryTopic() (message.Destination, error) {
+	if err := s.checkOpen(); err != nil {
+		return message.Destination{}, err
+	}
+	return s.conn.createTemporary(message.TempTopic)
+}
+
+// isClosedErr reports whether err says an object was closed.
+func isClosedErr(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Code == CodeIllegalState || e.Code == CodeConsumerClosed)
+}

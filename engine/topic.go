@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
+	"github.com/sluicemq/sluice/grammar/selector"
+)
+
+// topic fans messages out to its subscriptions. Subscriptions whose
+// selector has the seed's targeted form "identifier IS NOT NULL" are indexed
+// by that identifier, so a message that names two of ten thousand such
+// subscribers costs work for two.
+type topic struct {
+	d     *destination
+	mu    sync.RWMutex
+	plain map[*subscription]struct{}
+	index map[string]map[*subscription]struct{}
+}
+
+func newTopic(d *destination) *topic {
+	return &topic{d: d, plain: map[*subscription]struct{}{}, index: map[string]map[*subscription]struct{}{}}
+}
+
+// subscription is one topic subscription: a queue fed by the topic.
+type subscription struct {
+	key       string
+	name      string
+	clientID  string
+	policy    ClientIDPolicy
+	topic     *destination
+	q         *queue
+	sel       *selector.Selector
+	selSrc    string
+	target    string // indexed identifier, or ""
+	noLocal   bool
+	localConn uint64
+	durable   bool
+	shared    bool
+	consumers int // guarded by Broker.mu
+}
+
+func (t *topic) add(s *subscription) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.target != "" {
+		set := t.index[s.target]
+		if set == nil {
+			set = map[*subscription]struct{}{}
+			t.index[s.target] = set
+		}
+		set[s] = struct{}{}
+		return
+	}
+	t.plain[s] = struct{}{}
+}
+
+func (t *topic) remove(s *subscription) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.target != "" {
+		if set := t.index[s.target]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(t.index, s.target)
+			}
+		}
+		return
+	}
+	delete(t.plain, s)
+}
+
+func (t *topic) all() []*subscription {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]*subscription, 0, len(t.plain))
+	for s := range t.plain {
+		out = append(out, s)
+	}
+	for _, set := range t.index {
+		for s := range set {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// publish makes a ref for every subscription that takes m.
+func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
+	var rec *stored
+	var refs []*ref
+	take := func(s *subscription) {
+		if s.noLocal && m.Producer == s.localConn {
+			return
+		}
+		if s.sel != nil && s.target == "" {
+			d := message.Delivery{Msg: m, DeliveryCount: 1}
+			if !s.sel.Matches(message.SelectorView{D: &d}) {
+				return
+			}
+		}
+		r := &ref{msg: m, seq: seq, q: s.q, deliverAt: m.DeliveryTime}
+		if s.q.bucket != "" && m.DeliveryMode == message.Persistent {
+			if rec == nil {
+				rec = &stored{key: seq}
+			}
+			rec.refs.Add(1)
+			r.rec = rec
+		}
+		refs = append(refs, r)
+	}
+	t.mu.RLock()
+	for s := range t.plain {
+		take(s)
+	}
+	if len(t.index) > 0 {
+		for _, p := range m.Props {
+			for s := range t.index[p.Name] {
+				take(s)
+			}
+		}
+	}
+	t.mu.RUnlock()
+	return refs
+}
+
+// validSubscriptionName refuses the characters the seed forbids.
+func validSubscriptionName(name string) error {
+	if name == "" {
+		return errorf(CodeJMS, "subscription name is empty")
+	}
+	if i := strings.IndexAny(name, ",=:*%?"); i >= 0 {
+		return errorf(CodeJMS, "subscription name %q contains %q: names may not contain , = : * %% ?", name, name[i])
+	}
+	return nil
+}
+
+// subscriptionKey identifies a subscription. Subscriptions made under
+// different client ID policies are independent, as the seed requires.
+func subscriptionKey(durable bool, policy ClientIDPolicy, clientID, name string) string {
+	kind := "n"
+	if durable {
+		kind = "d"
+	}
+	return fmt.Sprintf("%s|%d|%s|%s", kind, policy, clientID, name)
+}
+
+// subscribe finds or makes the subscription a new topic consumer reads.
+func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts ConsumerOptions, sel *selector.Selector, c *Consumer) (*subscription, error) {
+	d, err := b.resolve(dest, conn, true)
+	if err != nil {
+		return nil, err
+	}
+	named := opts.Durable || opts.Shared
+	if !named {
+		s := &subscription{topic: d, sel: sel, selSrc: opts.Selector, noLocal: opts.NoLocal, localConn: conn.id, consumers: 1}
+		s.key = fmt.Sprintf("p|%d|%d", conn.id, b.seq.Add(1))
+		s.target = targetOf(sel)
+		s.q = newQueue(b, dest, s, "")
+		d.t.add(s)
+		b.mu.Lock()
+		b.subs[s.key] = s
+		b.mu.Unlock()
+		return s, nil
+	}
+	if err := validSubscriptionName(opts.SubscriptionName); err != nil {
+		return nil, err
+	}
+	clientID := conn.ClientID()
+	if opts.Durable && !opts.Shared && clientID == "" {
+		return nil, errorf(CodeIllegalState, "a durable subscription needs a client ID on the connection")
+	}
+	if opts.Durable && dest.Kind.IsTemporary() {
+		return nil, errorf(CodeInvalidDestination, "durable subscriptions cannot be made on temporary topic %s", dest)
+	}
+	policy := conn.ClientIDPolicy()
+	key := subscriptionKey(opts.Durable, policy, clientID, opts.SubscriptionName)
+	sharing := opts.Shared || conn.SharingPolicy() == Sharable
+
+	b.mu.Lock()
+	s := b.subs[key]
+	if s != nil {
+		same := s.topic == d && s.selSrc == opts.Selector && s.noLocal == opts.NoLocal
+		if s.consumers > 0 {
+			if !same {
+				b.mu.Unlock()
+				return nil, errorf(CodeIllegalState, "subscription %q is active with a different topic, selector or noLocal", opts.SubscriptionName)
+			}
+			if !sharing || !s.shared {
+				b.mu.Unlock()
+				return nil, errorf(CodeIllegalState, "subscription %q already has an active subscriber and is not shared", opts.SubscriptionName)
+			}
+			s.consumers++
+			b.mu.Unlock()
+			return s, nil
+		}
+		if same {
+			s.consumers++
+			s.shared = sharing
+			s.localConn = conn.id
+			b.mu.Unlock()
+			return s, nil
+		}
+		// Re-created with a different topic, selector or noLocal: the old
+		// subscription and its messages go.
+		delete(b.subs, key)
+		b.mu.Unlock()
+		if err := b.dropSubscription(context.Background(), s); err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+	}
+	s = &subscription{key: key, name: opts.SubscriptionName, clientID: clientID, policy: policy, topic: d,
+		sel: sel, selSrc: opts.Selector, noLocal: opts.NoLocal, localConn: conn.id,
+		durable: opts.Durable, shared: sharing, consumers: 1}
+	s.target = targetOf(sel)
+	bucket := ""
+	if opts.Durable && b.store != nil {
+		bucket = subBucket(key)
+	}
+	s.q = newQueue(b, dest, s, bucket)
+	b.subs[key] = s
+	b.mu.Unlock()
+	if opts.Durable && b.store != nil {
+		if err := b.store.Update(context.Background(), []store.Op{subRecordOp(s)}); err != nil {
+			b.mu.Lock()
+			delete(b.subs, key)
+			b.mu.Unlock()
+			return nil, fmt.Errorf("store subscription %q: %w", s.name, err)
+		}
+	}
+	d.t.add(s)
+	return s, nil
+}
+
+func targetOf(sel *selector.Selector) string {
+	if sel == nil {
+		return ""
+	}
+	if name, ok := sel.Target(); ok {
+		return name
+	}
+	return ""
+}
+
+// detachSubscription is told that consumer c of s closed. A non-durable
+// subscription without consumers ends, and its messages go.
+func (b *Broker) detachSubscription(s *subscription, c *Consumer) {
+	b.mu.Lock()
+	s.consumers--
+	end := s.consumers <= 0 && !s.durable
+	if end {
+		delete(b.subs, s.key)
+	}
+	b.mu.Unlock()
+	if end {
+		s.topic.t.remove(s)
+		s.q.drainAll(true)
+	}
+}
+
+// unsubscribe deletes a durable subscription of conn's client ID.
+func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string) error {
+	key := subscriptionKey(true, conn.ClientIDPolicy(), conn.ClientID(), name)
+	b.mu.Lock()
+	s := b.subs[key]
+	if s == nil {
+		b.mu.Unlock()
+		return errorf(CodeInvalidDestination, "no durable subscription %q for client ID %q", name, conn.ClientID())
+	}
+	if s.consumers > 0 {
+		b.mu.Unlock()
+		return errorf(CodeIllegalState, "durable subscription %q has an active subscriber", name)
+	}
+	s.q.mu.Lock()
+	inflight := s.q.inflight
+	s.q.mu.Unlock()
+	if inflight > 0 {
+		b.mu.Unlock()
+		return errorf(CodeIllegalState, "durable subscription %q has unacknowledged or transacted messages", name)
+	}
+	delete(b.subs, key)
+	b.mu.Unlock()
+	return b.dropSubscription(ctx, s)
+}
+
+// dropSubscription removes a subscription, its messages and its record.
+func (b *Broker) dropSubscription(ctx context.Context, s *subscription) error {
+	s.topic.t.remove(s)
+	refs := s.q.drainAll(true)
+	ops := b.storeOpsForRemove(refs, nil)
+	if s.q.bucket != "" {
+		ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: s.q.bucket},
+			store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
+	}
+	if len(ops) > 0 && b.store != nil {
+		if err := b.store.Update(ctx, ops); err != nil {
+			return fmt.Errorf("delete subscription %q: %w", s.name, err)
+		}
+	}
+	return nil
+}
