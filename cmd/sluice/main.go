@@ -28,5 +28,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	// Subcommands register here, one line each.
+	root.AddCommand(newServeCommand())
 	return root
 }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicemq/sluice/internal/broker"
+	"github.com/sluicemq/sluice/internal/config"
+)
+
+// newServeCommand builds `sluice serve`: the broker itself.
+func newServeCommand() *cobra.Command {
+	var (
+		file, data, stomp, amqp, adminAddr, level string
+		check                                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the broker (data in ./sluice-data, listeners on 127.0.0.1)",
+		Long: `Run the Sluice broker.
+
+With no flags it needs no set-up: the embedded store lives in ./sluice-data and
+every listener binds 127.0.0.1 (STOMP 61613, AMQP 1.0 5672, admin HTTP 8161).
+Settings come from the defaults, then the --config file (TOML, see
+docs/configuration.md), then SLUICE_* environment variables, then flags.
+SIGINT or SIGTERM shut it down cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			cfg.ApplyEnv(os.Getenv)
+			flags := cmd.Flags()
+			if flags.Changed("data") {
+				cfg.Data = data
+			}
+			if flags.Changed("stomp") {
+				cfg.Listeners.STOMP = stomp
+			}
+			if flags.Changed("amqp") {
+				cfg.Listeners.AMQP = amqp
+			}
+			if flags.Changed("admin") {
+				cfg.Listeners.Admin = adminAddr
+			}
+			if flags.Changed("log-level") {
+				cfg.LogLevel = level
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if check {
+				fmt.Fprintln(cmd.OutOrStdout(), "configuration ok")
+				return nil
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "config", "", "TOML configuration file")
+	f.StringVar(&data, "data", "./sluice-data", "data directory of the embedded store")
+	f.StringVar(&stomp, "stomp", "127.0.0.1:61613", "STOMP listener address (empty disables)")
+	f.StringVar(&amqp, "amqp", "127.0.0.1:5672", "AMQP 1.0 listener address (empty disables)")
+	f.StringVar(&adminAddr, "admin", "127.0.0.1:8161", "admin HTTP listener address (empty disables)")
+	f.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&check, "check-config", false, "validate the configuration and exit")
+	return cmd
+}
+
+func serve(ctx context.Context, cfg config.Config) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b, err := broker.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("sluice started", slog.String("version", broker.Version), slog.String("data", cfg.Data))
+	<-ctx.Done()
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("sluice stopped")
+	return nil
+}

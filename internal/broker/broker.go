@@ -1,0 +1,177 @@
+// Package broker is Sluice's composition root: it opens the store, starts
+// the engine, binds the protocol front-ends and the admin listener, and
+// shuts everything down in order. cmd/sluice only parses flags and calls it.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/store/boltstore"
+	"github.com/sluicemq/sluice/internal/admin"
+	"github.com/sluicemq/sluice/internal/config"
+)
+
+// Version is Sluice's version, reported to clients and in metadata.
+const Version = "0.1.0"
+
+// Broker is a running Sluice: engine, store and listeners.
+type Broker struct {
+	cfg    config.Config
+	log    *slog.Logger
+	store  *boltstore.Store
+	engine *engine.Broker
+	admin  *admin.Server
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	servers   []server
+	httpSrv   *http.Server
+	addrs     map[string]net.Addr
+	wg        sync.WaitGroup
+}
+
+// server is a protocol front-end served on a listener.
+type server interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
+}
+
+// Start validates cfg, opens the store under cfg.Data, recovers the engine
+// and binds every configured listener.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{cfg: cfg, log: log, addrs: map[string]net.Addr{}}
+	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
+	}
+	st, err := boltstore.Open(filepath.Join(cfg.Data, "sluice.db"), boltstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	b.store = st
+	policy, err := cfg.PolicyFunc()
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	eng, err := engine.New(ctx, engine.Config{
+		Store:              st,
+		Logger:             log.With(slog.String("component", "engine")),
+		Policy:             policy,
+		AutoCreate:         cfg.AutoCreate,
+		ExpiryScanInterval: time.Duration(cfg.ExpiryScanInterval),
+		ProviderVersion:    Version,
+	})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	b.engine = eng
+	b.admin = admin.New(Version)
+	if err := b.listen(); err != nil {
+		_ = b.Shutdown(context.Background())
+		return nil, err
+	}
+	b.admin.SetReady(true)
+	return b, nil
+}
+
+func (b *Broker) listen() error {
+	if addr := b.cfg.Listeners.Admin; addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("admin listener %s: %w", addr, err)
+		}
+		b.addrs["admin"] = ln.Addr()
+		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := b.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.log.Error("admin listener stopped", slog.Any("err", err))
+			}
+		}()
+		b.log.Info("listening", slog.String("protocol", "admin-http"), slog.String("addr", ln.Addr().String()))
+	}
+	return nil
+}
+
+// serve binds addr and serves srv on it.
+func (b *Broker) serve(name, addr string, srv server) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s listener %s: %w", name, addr, err)
+	}
+	b.mu.Lock()
+	b.listeners = append(b.listeners, ln)
+	b.servers = append(b.servers, srv)
+	b.addrs[name] = ln.Addr()
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+			b.log.Error("listener stopped", slog.String("protocol", name), slog.Any("err", err))
+		}
+	}()
+	b.log.Info("listening", slog.String("protocol", name), slog.String("addr", ln.Addr().String()))
+	return nil
+}
+
+// Engine returns the engine, for embedding and tests.
+func (b *Broker) Engine() *engine.Broker { return b.engine }
+
+// Addr returns the bound address of a listener ("stomp", "amqp", "admin"),
+// or nil when it is not enabled.
+func (b *Broker) Addr(name string) net.Addr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.addrs[name]
+}
+
+// Shutdown stops accepting, closes client connections (their unacknowledged
+// messages stay stored), stops the engine and closes the store.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.admin.SetReady(false)
+	var errs []error
+	if b.httpSrv != nil {
+		if err := b.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("admin: %w", err))
+		}
+	}
+	b.mu.Lock()
+	servers := b.servers
+	b.mu.Unlock()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.wg.Wait()
+	if b.engine != nil {
+		if err := b.engine.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.store != nil {
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

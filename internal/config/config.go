@@ -1,0 +1,382 @@
+// Package config is Sluice's typed configuration: defaults, loading from a
+// TOML file, environment variables and flags, validation, and the
+// translation of destination policies into the engine's terms.
+//
+// The file format is documented in docs/configuration.md; sluice.example.toml
+// at the repository root shows every key with its default.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/grammar/schedule"
+)
+
+// Duration is a time.Duration written as "1.5s", "250ms", "2m" in the file.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as Go formats it.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Config is the whole configuration of a broker.
+type Config struct {
+	// Data is the directory of the embedded store.
+	Data string `toml:"data"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// Listeners are the addresses the front-ends bind; "" disables one.
+	Listeners Listeners `toml:"listeners"`
+	// Connection holds the connection-factory defaults every client gets.
+	Connection ConnectionFactory `toml:"connection"`
+	// AutoCreate lets clients create queues and topics by naming them.
+	AutoCreate bool `toml:"auto_create"`
+	// ExpiryScanInterval is how often expired messages are looked for.
+	ExpiryScanInterval Duration `toml:"expiry_scan_interval"`
+	// Destinations are per-destination policies, matched by name pattern;
+	// the first match wins.
+	Destinations []Destination `toml:"destination"`
+}
+
+// Listeners are the network addresses of the front-ends.
+type Listeners struct {
+	STOMP string `toml:"stomp"`
+	AMQP  string `toml:"amqp"`
+	Admin string `toml:"admin"`
+}
+
+// ConnectionFactory are the defaults of WebLogic's connection factory.
+type ConnectionFactory struct {
+	ClientIDPolicy  string   `toml:"client_id_policy"` // restricted | unrestricted
+	SharingPolicy   string   `toml:"sharing_policy"`   // exclusive | sharable
+	RedeliveryDelay Duration `toml:"redelivery_delay"`
+	DeliveryMode    string   `toml:"delivery_mode"` // persistent | non_persistent
+	Priority        int      `toml:"priority"`
+	TimeToLive      Duration `toml:"time_to_live"`
+	TimeToDeliver   Duration `toml:"time_to_deliver"`
+	RedeliveryLimit int32    `toml:"redelivery_limit"` // -1 = none
+	Prefetch        int      `toml:"prefetch"`         // messages maximum
+}
+
+// Destination is the policy of the destinations whose name matches Match.
+// Fields left out do not override anything.
+type Destination struct {
+	// Match is a path.Match pattern on the destination name ("orders.*").
+	Match string `toml:"match"`
+	// Kind limits the match to "queue" or "topic"; "" matches both.
+	Kind string `toml:"kind"`
+
+	DeliveryModeOverride    string    `toml:"delivery_mode_override"`
+	PriorityOverride        *int      `toml:"priority_override"`
+	TimeToLiveOverride      *Duration `toml:"time_to_live_override"`
+	TimeToDeliverOverride   string    `toml:"time_to_deliver_override"` // ms integer or a schedule
+	RedeliveryDelayOverride *Duration `toml:"redelivery_delay_override"`
+	RedeliveryLimit         *int32    `toml:"redelivery_limit"`
+	ErrorDestination        string    `toml:"error_destination"` // /queue/NAME or /topic/NAME
+	ExpirationPolicy        string    `toml:"expiration_policy"` // discard | log | redirect
+	MaxMessages             int64     `toml:"max_messages"`
+	MaxBytes                int64     `toml:"max_bytes"`
+	BlockingSendTimeout     *Duration `toml:"blocking_send_timeout"`
+}
+
+// Default returns the configuration of `sluice serve` with no set-up.
+func Default() Config {
+	return Config{
+		Data:     "./sluice-data",
+		LogLevel: "info",
+		Listeners: Listeners{
+			STOMP: "127.0.0.1:61613",
+			AMQP:  "127.0.0.1:5672",
+			Admin: "127.0.0.1:8161",
+		},
+		Connection: ConnectionFactory{
+			ClientIDPolicy:  "restricted",
+			SharingPolicy:   "exclusive",
+			DeliveryMode:    "persistent",
+			Priority:        4,
+			RedeliveryLimit: -1,
+			Prefetch:        engine.DefaultPrefetch,
+		},
+		AutoCreate:         true,
+		ExpiryScanInterval: Duration(time.Second),
+	}
+}
+
+// Load reads a TOML file over the defaults. Unknown keys are errors, so a
+// misspelt setting is never silently ignored.
+func Load(file string) (Config, error) {
+	cfg := Default()
+	if file == "" {
+		return cfg, nil
+	}
+	md, err := toml.DecodeFile(file, &cfg)
+	if err != nil {
+		return cfg, fmt.Errorf("read config %s: %w", file, err)
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		keys := make([]string, len(undec))
+		for i, k := range undec {
+			keys[i] = k.String()
+		}
+		return cfg, fmt.Errorf("read config %s: unknown keys: %s", file, strings.Join(keys, ", "))
+	}
+	return cfg, nil
+}
+
+// ApplyEnv overrides settings from SLUICE_* environment variables
+// (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_ADMIN, SLUICE_LOG_LEVEL).
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Data, "SLUICE_DATA")
+	set(&c.Listeners.STOMP, "SLUICE_STOMP")
+	set(&c.Listeners.AMQP, "SLUICE_AMQP")
+	set(&c.Listeners.Admin, "SLUICE_ADMIN")
+	set(&c.LogLevel, "SLUICE_LOG_LEVEL")
+}
+
+// Validate checks every setting and compiles every destination policy,
+// reporting all problems at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, addr := range map[string]string{"stomp": c.Listeners.STOMP, "amqp": c.Listeners.AMQP, "admin": c.Listeners.Admin} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("listeners.%s: %w", name, err))
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if _, err := c.ConnectionOptions(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Connection.Prefetch < 0 {
+		errs = append(errs, fmt.Errorf("connection.prefetch must not be negative"))
+	}
+	for i := range c.Destinations {
+		if _, err := c.Destinations[i].compile(); err != nil {
+			errs = append(errs, fmt.Errorf("destination[%d] (match %q): %w", i, c.Destinations[i].Match, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ConnectionOptions translates the connection-factory section.
+func (c *Config) ConnectionOptions() (engine.ConnectionOptions, error) {
+	var o engine.ConnectionOptions
+	f := c.Connection
+	switch strings.ToLower(f.ClientIDPolicy) {
+	case "", "restricted":
+		o.ClientIDPolicy = engine.Restricted
+	case "unrestricted":
+		o.ClientIDPolicy = engine.Unrestricted
+	default:
+		return o, fmt.Errorf("connection.client_id_policy %q: want restricted or unrestricted", f.ClientIDPolicy)
+	}
+	switch strings.ToLower(f.SharingPolicy) {
+	case "", "exclusive":
+		o.SharingPolicy = engine.Exclusive
+	case "sharable", "shareable":
+		o.SharingPolicy = engine.Sharable
+	default:
+		return o, fmt.Errorf("connection.sharing_policy %q: want exclusive or sharable", f.SharingPolicy)
+	}
+	o.RedeliveryDelay = time.Duration(f.RedeliveryDelay)
+	mode, err := parseDeliveryMode(f.DeliveryMode)
+	if err != nil {
+		return o, fmt.Errorf("connection.delivery_mode: %w", err)
+	}
+	if mode == 0 {
+		mode = message.Persistent
+	}
+	if f.Priority < 0 || f.Priority > 9 {
+		return o, fmt.Errorf("connection.priority %d: want 0-9", f.Priority)
+	}
+	o.Producer = engine.ProducerDefaults{
+		DeliveryMode:    mode,
+		Priority:        uint8(f.Priority),
+		TimeToLive:      time.Duration(f.TimeToLive),
+		TimeToDeliver:   time.Duration(f.TimeToDeliver),
+		RedeliveryLimit: f.RedeliveryLimit,
+	}
+	return o, nil
+}
+
+func parseDeliveryMode(s string) (message.DeliveryMode, error) {
+	switch strings.ToLower(strings.ReplaceAll(s, "-", "_")) {
+	case "":
+		return 0, nil
+	case "persistent":
+		return message.Persistent, nil
+	case "non_persistent", "nonpersistent":
+		return message.NonPersistent, nil
+	}
+	return 0, fmt.Errorf("%q: want persistent or non_persistent", s)
+}
+
+// compile turns a destination section into an engine policy.
+func (d *Destination) compile() (engine.Policy, error) {
+	p := engine.DefaultPolicy()
+	if d.Match == "" {
+		return p, fmt.Errorf("match is empty")
+	}
+	if _, err := path.Match(d.Match, ""); err != nil {
+		return p, fmt.Errorf("match %q: %w", d.Match, err)
+	}
+	switch d.Kind {
+	case "", "queue", "topic":
+	default:
+		return p, fmt.Errorf("kind %q: want queue or topic", d.Kind)
+	}
+	mode, err := parseDeliveryMode(d.DeliveryModeOverride)
+	if err != nil {
+		return p, fmt.Errorf("delivery_mode_override: %w", err)
+	}
+	p.DeliveryModeOverride = mode
+	if d.PriorityOverride != nil {
+		if *d.PriorityOverride < 0 || *d.PriorityOverride > 9 {
+			return p, fmt.Errorf("priority_override %d: want 0-9", *d.PriorityOverride)
+		}
+		p.PriorityOverride = *d.PriorityOverride
+	}
+	if d.TimeToLiveOverride != nil {
+		p.TimeToLiveOverride = time.Duration(*d.TimeToLiveOverride)
+	}
+	if s := strings.TrimSpace(d.TimeToDeliverOverride); s != "" {
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if ms < 0 {
+				return p, fmt.Errorf("time_to_deliver_override %d: must not be negative", ms)
+			}
+			p.TimeToDeliverOverride = time.Duration(ms) * time.Millisecond
+		} else {
+			sched, err := schedule.Parse(s)
+			if err != nil {
+				return p, fmt.Errorf("time_to_deliver_override: %w", err)
+			}
+			p.TimeToDeliverSchedule = func(now time.Time) time.Time {
+				next := sched.Next(now)
+				if next.IsZero() {
+					return now
+				}
+				return next
+			}
+		}
+	}
+	if d.RedeliveryDelayOverride != nil {
+		p.RedeliveryDelayOverride = time.Duration(*d.RedeliveryDelayOverride)
+	}
+	if d.RedeliveryLimit != nil {
+		p.RedeliveryLimit = *d.RedeliveryLimit
+	}
+	if d.ErrorDestination != "" {
+		ed, err := message.ParseDestination(d.ErrorDestination)
+		if err != nil {
+			return p, fmt.Errorf("error_destination: %w", err)
+		}
+		if ed.Kind != message.Queue && ed.Kind != message.Topic {
+			return p, fmt.Errorf("error_destination %q: must be a queue or a topic", d.ErrorDestination)
+		}
+		p.ErrorDestination = ed
+	}
+	switch strings.ToLower(d.ExpirationPolicy) {
+	case "", "discard":
+		p.Expiration = engine.ExpireDiscard
+	case "log":
+		p.Expiration = engine.ExpireLog
+	case "redirect":
+		p.Expiration = engine.ExpireRedirect
+		if p.ErrorDestination.IsZero() {
+			return p, fmt.Errorf("expiration_policy redirect needs error_destination")
+		}
+	default:
+		return p, fmt.Errorf("expiration_policy %q: want discard, log or redirect", d.ExpirationPolicy)
+	}
+	if d.MaxMessages < 0 || d.MaxBytes < 0 {
+		return p, fmt.Errorf("max_messages and max_bytes must not be negative")
+	}
+	p.MaxMessages, p.MaxBytes = d.MaxMessages, d.MaxBytes
+	if d.BlockingSendTimeout != nil {
+		p.BlockingSendTimeout = time.Duration(*d.BlockingSendTimeout)
+	}
+	return p, nil
+}
+
+// PolicyFunc compiles the destination sections into the engine's policy
+// lookup: the first section whose kind and pattern match wins; a destination
+// no section matches gets engine.DefaultPolicy. Call Validate first.
+func (c *Config) PolicyFunc() (func(message.Destination) engine.Policy, error) {
+	type rule struct {
+		match string
+		kind  string
+		p     engine.Policy
+	}
+	rules := make([]rule, 0, len(c.Destinations))
+	for i := range c.Destinations {
+		p, err := c.Destinations[i].compile()
+		if err != nil {
+			return nil, fmt.Errorf("destination[%d]: %w", i, err)
+		}
+		rules = append(rules, rule{c.Destinations[i].Match, c.Destinations[i].Kind, p})
+	}
+	lookup := func(d message.Destination) engine.Policy {
+		kind := "queue"
+		if d.Kind.IsTopic() {
+			kind = "topic"
+		}
+		for _, r := range rules {
+			if r.kind != "" && r.kind != kind {
+				continue
+			}
+			if ok, _ := path.Match(r.match, d.Name); ok {
+				return r.p
+			}
+		}
+		return engine.DefaultPolicy()
+	}
+	// The engine asks on every send and redelivery: remember the answers for
+	// named destinations (temporary ones have unique names and are not kept).
+	var cache sync.Map
+	return func(d message.Destination) engine.Policy {
+		if d.Kind.IsTemporary() {
+			return lookup(d)
+		}
+		if p, ok := cache.Load(d); ok {
+			return p.(engine.Policy)
+		}
+		p := lookup(d)
+		cache.Store(d, p)
+		return p
+	}, nil
+}
