@@ -32,14 +32,14 @@ type Header uint8
 // The header fields a selector may reference (JMS 2.0 §3.8.1.1 plus
 // JMSRedelivered and WebLogic's JMSDeliveryTime).
 const (
-	JMSDeliveryMode Header = iota + 1 // String: "PERSISTENT" or "NON_PERSISTENT"
-	JMSPriority                       // Long 0-9
-	JMSMessageID                      // String
-	JMSTimestamp                      // Long, ms since the epoch
-	JMSCorrelationID                  // String, Null when unset
-	JMSType                           // String, Null when unset
-	JMSRedelivered                    // Bool
-	JMSDeliveryTime                   // Long, ms since the epoch
+	JMSDeliveryMode  Header = iota + 1 // String: "PERSISTENT" or "NON_PERSISTENT"
+	JMSPriority                        // Long 0-9
+	JMSMessageID                       // String
+	JMSTimestamp                       // Long, ms since the epoch
+	JMSCorrelationID                   // String, Null when unset
+	JMSType                            // String, Null when unset
+	JMSRedelivered                     // Bool
+	JMSDeliveryTime                    // Long, ms since the epoch
 )
 
 // Message is what a compiled selector reads. The engine adapts its own
