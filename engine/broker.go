@@ -487,10 +487,15 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 	byQueue(refs, func(q *queue, rs []*ref) {
 		dead := q.requeue(rs, failed, delay)
 		if b.store != nil {
+			// Keep the stored record true: a delayed redelivery keeps its
+			// delay across a restart, and a ref whose attempt was recorded
+			// but never made (dispatched, not consumed) is not reported as
+			// delivered.
 			var ops []store.Op
 			for _, r := range rs {
-				if r.rec != nil && r.state == refScheduled {
-					ops = append(ops, refRecordOp(q.bucket, r, r.marked))
+				if r.rec != nil && (r.state == refScheduled || r.marked > r.count) {
+					ops = append(ops, refRecordOp(q.bucket, r, r.count))
+					r.marked = r.count
 				}
 			}
 			if len(ops) > 0 {

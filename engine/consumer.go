@@ -320,7 +320,7 @@ func (c *Consumer) close(reason error) error {
 	c.local, c.buf = nil, nil
 	c.bufMu.Unlock()
 	if len(back) > 0 {
-		c.q.requeue(back, false, 0)
+		c.q.b.requeue(context.Background(), back, false, 0)
 	}
 	c.sess.removeConsumer(c)
 	if c.sub != nil {

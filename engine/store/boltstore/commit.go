@@ -3,6 +3,7 @@ package boltstore
 import (
 	"errors"
 	"fmt"
+	_ "runtime"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,7 @@ func (s *Store) run() {
 		}
 		if len(batch) > 0 {
 			s.commit(batch)
+			// runtime.Gosched()
 		}
 	}
 }
