@@ -41,6 +41,13 @@ const (
 // Limits.MaxLineLength), the decoded headers of the current frame (bounded by
 // Limits.MaxHeaderBytes) and its body (bounded by Limits.MaxBodySize).
 //
+// Header lines are split at their first colon. Where the grammar is stricter
+// than real clients, the parser takes the octets as data: a colon in a
+// value, a carriage return inside a line, and an unescaped colon in the
+// value of a STOMP 1.1 or 1.2 frame. It refuses what cannot be written back
+// unambiguously: a NUL octet in the command or a header line, a line ending
+// in CR CR LF, and a header with an empty name.
+//
 // After an error the Parser is stuck: every later Feed returns the same
 // error until [Parser.Reset]. A server sends an ERROR frame and closes the
 // connection instead. A Parser is not safe for concurrent use.
@@ -351,19 +358,19 @@ func (p *Parser) endHeaders(rest int) {
 
 // finish builds the completed frame and readies the Parser for the next.
 func (p *Parser) finish() *Frame {
-	f := &Frame{Command: p.cmd}
-	if n := len(p.ends) / 2; n > 0 {
+	n := len(p.ends) / 2
+	f := newFrame(p.cmd, n)
+	if n > 0 {
 		// One string holds every name and value; the headers are
 		// substrings of it.
 		s := string(p.text)
-		hs := make([]Header, n)
+		hs := f.Headers
 		start := 0
 		for i := range hs {
 			nameEnd, valueEnd := p.ends[2*i], p.ends[2*i+1]
 			hs[i] = Header{Name: s[start:nameEnd], Value: s[nameEnd:valueEnd]}
 			start = valueEnd
 		}
-		f.Headers = hs
 	}
 	if len(p.body) > 0 {
 		f.Body = p.body
@@ -371,6 +378,38 @@ func (p *Parser) finish() *Frame {
 	p.state = stIdle
 	p.resetFrame()
 	return f
+}
+
+// newFrame allocates a frame with n zero headers. For common header counts
+// the frame and its header array share one allocation; the slice's capacity
+// is n, so a later Add moves the headers out rather than writing past them.
+func newFrame(c Command, n int) *Frame {
+	switch {
+	case n == 0:
+		return &Frame{Command: c}
+	case n <= 4:
+		b := new(struct {
+			f Frame
+			h [4]Header
+		})
+		b.f = Frame{Command: c, Headers: b.h[:n:n]}
+		return &b.f
+	case n <= 8:
+		b := new(struct {
+			f Frame
+			h [8]Header
+		})
+		b.f = Frame{Command: c, Headers: b.h[:n:n]}
+		return &b.f
+	case n <= 16:
+		b := new(struct {
+			f Frame
+			h [16]Header
+		})
+		b.f = Frame{Command: c, Headers: b.h[:n:n]}
+		return &b.f
+	}
+	return &Frame{Command: c, Headers: make([]Header, n)}
 }
 
 // parseContentLength parses a content-length value: one or more ASCII
