@@ -29,5 +29,6 @@ func newRootCommand() *cobra.Command {
 	}
 	// Subcommands register here, one line each.
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newScheduleCommand())
 	return root
 }
