@@ -278,3 +278,36 @@ func TestJSONErrorTypes(t *testing.T) {
 		t.Errorf("syntax error = %v", err)
 	}
 }
+
+func FuzzMessageJSON(f *testing.F) {
+	for _, b := range bodies(f) {
+		m := sample()
+		m.Body = b
+		if len(b.Data) > 1000 {
+			continue
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"properties":[{"name":"a","type":"char","value":55296}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m Message
+		if err := m.UnmarshalJSON(data); err != nil {
+			return
+		}
+		out, err := json.Marshal(&m)
+		if err != nil {
+			t.Fatalf("a decoded message does not encode: %v", err)
+		}
+		var again Message
+		if err := json.Unmarshal(out, &again); err != nil {
+			t.Fatalf("re-encoding does not decode: %v\n%s", err, out)
+		}
+		if !again.Equal(&m) {
+			t.Fatalf("re-encoding decodes differently:\n%s", out)
+		}
+	})
+}

@@ -67,6 +67,13 @@ func runCallers(b *testing.B, s *Store, g int, unit string, fn func(n uint64) er
 	if commits > 0 {
 		b.ReportMetric(float64(st.Updates-before.Updates)/float64(commits), "updates/commit")
 		b.ReportMetric(float64(ops)/float64(commits), "ops/commit")
+		commitTime := st.CommitTime - before.CommitTime
+		b.ReportMetric(float64(commitTime.Microseconds())/float64(commits), "µs/commit")
+		if commitTime > 0 {
+			// The disk's share of commit time: near 100 means the store
+			// is bound by the disk's write and sync speed, not by CPU.
+			b.ReportMetric(100*float64(st.WriteTime-before.WriteTime)/float64(commitTime), "disk%")
+		}
 	}
 }
 

@@ -1,0 +1,208 @@
+package engine_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/store/boltstore"
+)
+
+// The crash test runs the broker in a child process (this test binary,
+// re-executed), loads it with producers and a consumer, kills it with
+// SIGKILL, restarts it and drains the queue. The child reports on stdout
+// every send the engine confirmed, every delivery and every acknowledgement
+// the engine confirmed; the parent checks that no confirmed send is lost and
+// that a message delivered twice is flagged redelivered the second time.
+
+const crashEnv = "SLUICE_CRASH_CHILD"
+
+func TestCrashChild(t *testing.T) {
+	mode := os.Getenv(crashEnv)
+	if mode == "" {
+		t.Skip("helper process for TestCrashSIGKILL")
+	}
+	dir := os.Getenv("SLUICE_CRASH_DIR")
+	st, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex
+	say := func(format string, args ...any) {
+		outMu.Lock()
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+		outMu.Unlock()
+	}
+	conn, _ := b.Connect(engine.ConnectionOptions{})
+	ctx := context.Background()
+	if mode == "load" {
+		for g := 0; g < 8; g++ {
+			go func(g int) {
+				s, _ := conn.CreateSession(engine.AutoAcknowledge)
+				p, _ := s.CreateProducer(queueA)
+				for i := 0; ; i++ {
+					id := fmt.Sprintf("%d-%d", g, i)
+					m := text(id)
+					if err := p.Send(ctx, m, engine.SendOptions{}); err != nil {
+						say("ERR send %v", err)
+						return
+					}
+					say("SENT %s", id)
+				}
+			}(g)
+		}
+	}
+	s, _ := conn.CreateSession(engine.ClientAcknowledge)
+	c, _ := s.CreateConsumer(queueA, engine.ConsumerOptions{Prefetch: 50})
+	_ = conn.Start()
+	idle := 0
+	var batch []string
+	var last uint64
+	ack := func() {
+		if len(batch) == 0 {
+			return
+		}
+		// CLIENT_ACKNOWLEDGE is cumulative: one call acknowledges the batch.
+		if err := s.Acknowledge(ctx, last); err != nil {
+			say("ERR ack %v", err)
+			os.Exit(2)
+		}
+		for _, id := range batch {
+			say("ACKED %s", id)
+		}
+		batch = batch[:0]
+	}
+	for {
+		d, ok, err := c.ReceiveTimeout(300 * time.Millisecond)
+		if err != nil {
+			say("ERR receive %v", err)
+			os.Exit(2)
+		}
+		if !ok {
+			ack()
+			idle++
+			if mode == "drain" && idle > 3 {
+				say("DONE")
+				_ = b.Close()
+				_ = st.Close()
+				os.Exit(0)
+			}
+			continue
+		}
+		idle = 0
+		say("RECV %s %v", d.Msg.Body.Data, d.Redelivered)
+		batch = append(batch, string(d.Msg.Body.Data))
+		last = d.Tag
+		if len(batch) == 25 {
+			ack()
+		}
+	}
+}
+
+type crashLog struct {
+	sent     map[string]bool
+	acked    map[string]bool
+	received map[string]int
+	errs     []string
+	done     bool
+}
+
+func runCrashChild(t *testing.T, dir, mode string, killAfter int, log *crashLog) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+mode, "SLUICE_CRASH_DIR="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	sc := bufio.NewScanner(stdout)
+	acks := 0
+	killed := false
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "SENT":
+			log.sent[f[1]] = true
+		case "RECV":
+			redelivered, _ := strconv.ParseBool(f[2])
+			if log.received[f[1]] > 0 && !redelivered {
+				log.errs = append(log.errs, "message "+f[1]+" delivered again without the redelivered flag")
+			}
+			log.received[f[1]]++
+		case "ACKED":
+			log.acked[f[1]] = true
+			acks++
+			if killAfter > 0 && acks >= killAfter && !killed {
+				killed = true
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+			}
+		case "DONE":
+			log.done = true
+		case "ERR":
+			log.errs = append(log.errs, sc.Text())
+		}
+	}
+	_ = cmd.Wait()
+	if killAfter > 0 && !killed {
+		t.Fatalf("child ended before it was killed")
+	}
+}
+
+func TestCrashSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	dir := t.TempDir()
+	log := &crashLog{sent: map[string]bool{}, acked: map[string]bool{}, received: map[string]int{}}
+	runCrashChild(t, dir, "load", 5000, log)
+	if len(log.sent) == 0 {
+		t.Fatal("no send was confirmed before the kill")
+	}
+	runCrashChild(t, dir, "drain", 0, log)
+	if !log.done {
+		t.Fatal("the restarted broker did not finish draining")
+	}
+	for _, e := range log.errs {
+		t.Error(e)
+	}
+	lost := 0
+	for id := range log.sent {
+		if log.received[id] == 0 {
+			lost++
+			if lost < 10 {
+				t.Errorf("confirmed message %s lost", id)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d confirmed messages lost", lost, len(log.sent))
+	}
+	t.Logf("%d sends confirmed, %d acknowledged before the kill, all received after restart", len(log.sent), len(log.acked))
+}
