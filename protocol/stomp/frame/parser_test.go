@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -373,5 +375,47 @@ func TestErrorMatching(t *testing.T) {
 	}
 	if got := err.Error(); got != "stomp frame: x" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestParserHeaderCounts covers every way a parsed frame's headers are
+// allocated, and that adding to them never disturbs memory they share.
+func TestParserHeaderCounts(t *testing.T) {
+	for _, n := range []int{0, 1, 4, 5, 8, 9, 16, 17, 40} {
+		var in strings.Builder
+		in.WriteString("MESSAGE\n")
+		want := &Frame{Command: CmdMessage}
+		for i := range n {
+			name := "h" + strings.Repeat("x", i)
+			in.WriteString(name + ":v\n")
+			want.Add(name, "v")
+		}
+		in.WriteString("\n\x00")
+		got, err := parseEverySplit(t, Limits{}, V12, []byte(in.String()), nil)
+		if err != nil || len(got) != 1 || !frameEqual(got[0], want) {
+			t.Fatalf("%d headers: %v %s", n, err, dumpAll(got))
+		}
+		f := got[0]
+		before := f.Clone()
+		f.Add("extra", "1")
+		if !slices.Equal(f.Headers[:n], before.Headers) || len(f.Headers) != n+1 {
+			t.Fatalf("%d headers: Add disturbed them", n)
+		}
+	}
+}
+
+func TestParserHugeLimits(t *testing.T) {
+	lim := Limits{MaxBodySize: math.MaxInt}
+	_, err := parseEverySplit(t, lim, V12, []byte("SEND\ncontent-length:99999999999999999999999999\n\n"), nil)
+	if !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestReasonQuotingIsBounded(t *testing.T) {
+	_, err := parseEverySplit(t, Limits{}, V12, []byte(strings.Repeat("\x01Z", 1000)+"\n"), nil)
+	var fe *Error
+	if !errors.As(err, &fe) || fe.Kind != ErrUnknownCommand || len(fe.Reason) > 200 || !strings.HasSuffix(fe.Reason, "...") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -261,3 +261,14 @@ func TestReaderLargeBodyDirect(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestReaderProtocolErrorAtEndOfInputSticky(t *testing.T) {
+	r := NewReader(strings.NewReader("BOGUS\n"), Limits{})
+	_, err := r.Next()
+	if !errors.Is(err, ErrUnknownCommand) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err2 := r.Next(); err2 != err {
+		t.Fatalf("got %v", err2)
+	}
+}

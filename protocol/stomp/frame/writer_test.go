@@ -302,3 +302,16 @@ func TestWriterShortWrite(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestWriterHeartBeatAutoFlush(t *testing.T) {
+	cw := &countingWriter{}
+	w := NewWriterSize(cw, 10, EncodeOptions{})
+	for range 64 {
+		if err := w.WriteHeartBeat(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cw.writes != 1 || cw.Len() != 64 || w.Buffered() != 0 {
+		t.Fatalf("%d writes of %d octets, %d buffered", cw.writes, cw.Len(), w.Buffered())
+	}
+}
