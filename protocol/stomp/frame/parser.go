@@ -42,11 +42,11 @@ const (
 // Limits.MaxHeaderBytes) and its body (bounded by Limits.MaxBodySize).
 //
 // Header lines are split at their first colon. Where the grammar is stricter
-// than real clients, the parser takes the octets as data: a colon in a
-// value, a carriage return inside a line, and an unescaped colon in the
-// value of a STOMP 1.1 or 1.2 frame. It refuses what cannot be written back
-// unambiguously: a NUL octet in the command or a header line, a line ending
-// in CR CR LF, and a header with an empty name.
+// than real clients, the parser takes the octets as data: an unescaped colon
+// in a header value (which the 1.1 and 1.2 grammars exclude) and a carriage
+// return inside a line (which 1.2 excludes). It refuses what cannot be
+// written back unambiguously: a NUL octet in the command or a header line, a
+// line ending in CR CR LF, and a header with an empty name.
 //
 // After an error the Parser is stuck: every later Feed returns the same
 // error until [Parser.Reset]. A server sends an ERROR frame and closes the
@@ -137,8 +137,8 @@ func (p *Parser) fail(err error) error {
 // The returned Frame is owned by the caller; the Parser keeps no reference
 // to it or to b.
 //
-// On error, n is the offset just past the offending octet where there is
-// one, and err is an [*Error].
+// On error, err is an [*Error] and n only says how far the Parser read; the
+// stream cannot be resumed.
 func (p *Parser) Feed(b []byte) (n int, ev Event, err error) {
 	if p.err != nil {
 		return 0, Event{}, p.err

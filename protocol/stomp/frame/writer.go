@@ -28,12 +28,13 @@ type EncodeOptions struct {
 // CONNECT, STOMP and CONNECTED frames and in STOMP 1.0, which have no
 // escapes. The first content-length header, if any, is written in place
 // with the actual length of f.Body whatever its value in f; later
-// content-length entries are written as they are (readers ignore them). A
-// content-length header is appended after the others when opts asks for
-// one or the body holds a NUL octet and f has none.
+// content-length entries are written as they are (readers ignore them).
+// When f has no content-length header, one is appended after the others if
+// the body is not empty and either opts.ContentLength is set or the body
+// holds a NUL octet.
 //
 // AppendFrame refuses, with an [*Error] of kind ErrUnencodable and dst
-// unchanged, a frame with an invalid command or version, an empty header
+// returned as it was, a frame with an invalid command or version, an empty header
 // name, a NUL octet in a header, or a header the version cannot represent:
 // where there are no escapes, a name containing a colon or line feed or a
 // value containing a line feed; and where there is no \r escape, a value
