@@ -6,7 +6,7 @@ import "strings"
 // capitals, or "".
 func initialism(w string) string {
 	switch w {
-	case "amqp", "id", "sasl", "uuid", "ietf", "ttl", "tls", "utf8", "url":
+	case "amqp", "id", "sasl", "uuid", "ietf", "ttl", "tls", "utf8", "url", "ok":
 		return strings.ToUpper(w)
 	}
 	return ""

@@ -1209,8 +1209,8 @@ type SASLCode uint8
 
 // The choices of sasl-code.
 const (
-	// SASLCodeOk is the ok choice of SASLCode.
-	SASLCodeOk SASLCode = 0
+	// SASLCodeOK is the ok choice of SASLCode.
+	SASLCodeOK SASLCode = 0
 	// SASLCodeAuth is the auth choice of SASLCode.
 	SASLCodeAuth SASLCode = 1
 	// SASLCodeSys is the sys choice of SASLCode.
@@ -1227,7 +1227,7 @@ func (v SASLCode) AppendAMQP(b []byte) ([]byte, error) { return appendUint8(b, u
 // String returns the name of v's choice, or its number.
 func (v SASLCode) String() string {
 	switch v {
-	case SASLCodeOk:
+	case SASLCodeOK:
 		return "ok"
 	case SASLCodeAuth:
 		return "auth"
