@@ -15,8 +15,9 @@
 // read-write transaction with one commit, and then answers every caller. The
 // batching is natural: whatever queued while the previous commit was syncing
 // goes into the next one, so no delay is added unless Options.MaxDelay asks
-// for it (the committer only yields the processor once after answering, so
-// that callers that come straight back join the next batch). Batches apply
+// for it (the committer only yields the processor a few times after
+// answering, while callers that come straight back are still queueing, so
+// that they join the next batch). Batches apply
 // in the order they were queued, as if committed one after another.
 //
 // A bbolt commit syncs the file twice (data pages, then the meta page that

@@ -39,12 +39,7 @@ func (s *Store) run() {
 		}
 		if len(batch) > 0 {
 			s.commit(batch)
-			// Let the callers just answered run before the next take: those
-			// that queue their next Update at once join the next batch
-			// instead of waiting out a whole commit. Without this the
-			// callers split into two cohorts that commit alternately, each
-			// half the size. This is a yield, not a timed delay.
-			runtime.Gosched()
+			s.yield()
 		}
 	}
 }
@@ -244,4 +239,31 @@ func (s *Store) apply(tx *bolt.Tx, ops []store.Op) error {
 
 func opErr(op *store.Op, err error) error {
 	return fmt.Errorf("%s bucket %q: %w", kindName(op.Kind), truncate(op.Bucket), err)
+}
+
+// maxYields bounds the yields after a commit.
+const maxYields = 4
+
+// yield lets the callers just answered run before the next batch is taken,
+// so that those that queue their next Update at once join it instead of
+// waiting out a whole commit. Without it the callers split into two cohorts
+// that commit alternately, each half the size. It yields the processor
+// while the queue is still growing, at most maxYields times: no timer, and
+// no wait at all when nothing else is runnable.
+func (s *Store) yield() {
+	n := s.queueLen()
+	for range maxYields {
+		runtime.Gosched()
+		m := s.queueLen()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+func (s *Store) queueLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }
