@@ -154,6 +154,10 @@ var parser = sync.OnceValue(func() *participle.Parser[disjunction] {
 	return participle.MustBuild[disjunction](
 		participle.Lexer(lexDef{}),
 		participle.CaseInsensitive("Keyword"),
+		// The grammar is LL(1): once a branch has consumed a token, a
+		// failure is final. This makes errors point at the offending token
+		// rather than at the start of the construct that was abandoned.
+		participle.UseLookahead(0),
 	)
 })
 

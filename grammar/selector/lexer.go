@@ -113,6 +113,16 @@ func isIdentPart(r rune) bool {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+func isHex(c byte) bool { return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F') }
+
+func hexRun(s string) int {
+	n := 0
+	for n < len(s) && isHex(s[n]) {
+		n++
+	}
+	return n
+}
+
 // advance moves past n bytes of source, keeping line and column.
 func (s *scanner) advance(n int) {
 	s.pos.Advance(s.src[s.pos.Offset : s.pos.Offset+n])
@@ -253,21 +263,19 @@ func scanNumber(rest string, at lexer.Position) (lexer.TokenType, int, error) {
 			n++
 		}
 	}
-	if n < len(rest) {
-		if r, _ := utf8.DecodeRuneInString(rest[n:]); isIdentPart(r) || r == '.' {
-			end := n
-			for end < len(rest) {
-				r, size := utf8.DecodeRuneInString(rest[end:])
-				if !isIdentPart(r) && r != '.' {
-					break
-				}
-				end += size
-			}
-			if n == 1 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'X') {
-				return 0, 0, errorAt(at, "malformed number %q: hexadecimal literals are not supported", rest[:end])
-			}
-			return 0, 0, errorAt(at, "malformed number %q", rest[:end])
+	// A number ends where its syntax ends, so 1AND is 1 followed by AND, as
+	// in Java-based selector parsers. Two cases get a clear message instead
+	// of a puzzling syntax error later: hexadecimal (0x1F) and a second
+	// decimal point or digit run glued on (1.5.3).
+	if n == 1 && rest[0] == '0' && len(rest) > 2 && (rest[1] == 'x' || rest[1] == 'X') && isHex(rest[2]) {
+		return 0, 0, errorAt(at, "malformed number %q: hexadecimal literals are not supported", rest[:2+hexRun(rest[2:])])
+	}
+	if n < len(rest) && (rest[n] == '.' || isDigit(rest[n])) {
+		end := n
+		for end < len(rest) && (rest[end] == '.' || isDigit(rest[end])) {
+			end++
 		}
+		return 0, 0, errorAt(at, "malformed number %q", rest[:end])
 	}
 	return typ, n, nil
 }
