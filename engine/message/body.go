@@ -67,6 +67,7 @@ type BodyKindError struct {
 	Want string   // what the read needs: "text or xml", "map"
 }
 
+// Error names the body's kind and the kind the read needs.
 func (e *BodyKindError) Error() string {
 	return "message: the body is " + e.Kind.String() + ", not " + e.Want
 }

@@ -41,6 +41,7 @@ type UnsupportedVersionError struct {
 	Version byte
 }
 
+// Error names the version found and the one this build reads.
 func (e *UnsupportedVersionError) Error() string {
 	return fmt.Sprintf("message: unsupported encoding version %d (this build reads version %d)", e.Version, formatV1)
 }
@@ -53,6 +54,7 @@ type DecodeError struct {
 	Reason string
 }
 
+// Error gives the field, the byte offset and the reason.
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("message: decode %s at byte %d: %s", e.What, e.Offset, e.Reason)
 }

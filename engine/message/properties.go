@@ -40,6 +40,7 @@ type PropertyNameError struct {
 	Reason string
 }
 
+// Error quotes the name and says why it is refused.
 func (e *PropertyNameError) Error() string {
 	return fmt.Sprintf("message: invalid property name %q: %s", e.Name, e.Reason)
 }
@@ -51,6 +52,7 @@ type PropertyTypeError struct {
 	Type Type
 }
 
+// Error names the property and the refused type.
 func (e *PropertyTypeError) Error() string {
 	return fmt.Sprintf("message: property %q: a property cannot have type %s (only boolean, byte, short, int, long, float, double and string)", e.Name, e.Type)
 }
@@ -67,27 +69,48 @@ func isHeaderName(name string) bool {
 	return false
 }
 
-// isReservedWord reports whether name is a selector keyword, case ignored.
+// isReservedWord reports whether name is a selector keyword. Keywords are
+// ASCII and match ignoring ASCII case only, as the selector lexer does (so a
+// Unicode case fold such as "ı" to "I" does not make "ın" a keyword).
 func isReservedWord(name string) bool {
 	if len(name) < 2 || len(name) > 7 {
 		return false
 	}
-	switch strings.ToUpper(name) {
+	var buf [7]byte
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(name)]) {
 	case "NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN", "IS", "ESCAPE":
 		return true
 	}
 	return false
 }
 
+// isIdentStart and isIdentPart follow Java's Character.isJavaIdentifierStart
+// and isJavaIdentifierPart, as the selector lexer does: a name is valid here
+// exactly when a selector can name it.
+func isIdentStart(r rune) bool {
+	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.In(r, unicode.Sc, unicode.Pc, unicode.Nl)
+}
+
+func isIdentPart(r rune) bool {
+	return isIdentStart(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc)
+}
+
 // ValidatePropertyName checks that an application may set a property called
 // name (JMS 2.0 §3.5.1 and §3.8.1.1, seed "Setting Message Property Fields"):
 //
-//   - it is a Java identifier: a letter, '_' or '$', then letters, digits,
-//     '_' or '$' (Unicode letters and digits included; Java's rarer
-//     identifier characters — other currency signs, connector punctuation,
-//     combining marks — are refused, as selectors could not name them);
+//   - it is a Java identifier: a letter, '_', '$' (or another currency sign,
+//     connector punctuation or letter number), then any of those, digits and
+//     combining marks; Unicode letters and digits count, as in Java and in
+//     the selector lexer;
 //   - it is not a selector keyword: NULL, TRUE, FALSE, NOT, AND, OR, BETWEEN,
-//     LIKE, IN, IS, ESCAPE, in any case;
+//     LIKE, IN, IS, ESCAPE, in any ASCII case;
 //   - it does not start with "JMSX" (reserved for JMS-defined properties) or
 //     "JMS_" (reserved for the provider), and is not a header field name such
 //     as "JMSPriority". Names are case-sensitive, so "jmsxFoo" is allowed.
@@ -103,14 +126,10 @@ func ValidatePropertyName(name string) error {
 				return &PropertyNameError{Name: name, Reason: "the name is not valid UTF-8"}
 			}
 		}
-		ok := r == '_' || r == '$' || unicode.IsLetter(r)
-		if i > 0 {
-			ok = ok || unicode.IsDigit(r)
+		if i == 0 && !isIdentStart(r) {
+			return &PropertyNameError{Name: name, Reason: fmt.Sprintf("a name must start with a letter, '_' or '$', not %q", r)}
 		}
-		if !ok {
-			if i == 0 {
-				return &PropertyNameError{Name: name, Reason: fmt.Sprintf("a name must start with a letter, '_' or '$', not %q", r)}
-			}
+		if !isIdentPart(r) {
 			return &PropertyNameError{Name: name, Reason: fmt.Sprintf("character %q at byte %d is not a letter, digit, '_' or '$'", r, i)}
 		}
 	}

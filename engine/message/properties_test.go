@@ -28,7 +28,13 @@ func TestValidatePropertyName(t *testing.T) {
 		{"a-b", "not a letter"},
 		{"a b", "not a letter"},
 		{"a.b", "not a letter"},
-		{"€uro", "must start with"},
+		{"€uro", ""},    // currency signs are Java identifier starts
+		{"a\u0301", ""}, // a combining mark after the start
+		{"‿x", ""},      // connector punctuation
+		{"ın", ""},      // dotless i upper-cases to I, but keywords are ASCII
+		{"\u0301a", "must start with"},
+		{"-a", "must start with"},
+		{"a\u00a0", "not a letter"}, // no-break space
 		{"a\xffb", "UTF-8"},
 		{"NULL", "keyword"},
 		{"null", "keyword"},

@@ -108,6 +108,7 @@ type ConversionError struct {
 	What     string
 }
 
+// Error names both types, and the value read when What is set.
 func (e *ConversionError) Error() string {
 	if e.What == "" {
 		return "message: cannot read a " + e.From.String() + " value as " + e.To.String()
@@ -125,6 +126,7 @@ type FormatError struct {
 	Err   error
 }
 
+// Error quotes the input and gives strconv's reason.
 func (e *FormatError) Error() string {
 	if e.What == "" {
 		return fmt.Sprintf("message: cannot read string %q as %s: %v", e.Input, e.To, e.Err)
@@ -144,6 +146,7 @@ type NullError struct {
 	What string
 }
 
+// Error names the type asked for.
 func (e *NullError) Error() string {
 	if e.What == "" {
 		return "message: cannot read a null value as " + e.To.String()
