@@ -218,7 +218,7 @@ func buildConjunction(d *conjunction) (expr, error) {
 	var first expr
 	konst := true
 	for i, t := range d.Terms {
-		e, err := buildNegation(t)
+		e, err := buildCondition(t)
 		if err != nil {
 			return expr{}, err
 		}
@@ -268,11 +268,11 @@ func buildConjunction(d *conjunction) (expr, error) {
 	return fold(expr{typ: boolType, pos: first.pos, cond: c, konst: konst}), nil
 }
 
-func buildNegation(n *negation) (expr, error) {
+func buildCondition(n *condition) (expr, error) {
 	if n.Not == nil {
 		return buildPredicate(n.Pred)
 	}
-	e, err := buildNegation(n.Not)
+	e, err := buildCondition(n.Not)
 	if err != nil {
 		return expr{}, err
 	}
@@ -586,26 +586,15 @@ func unquote(raw string) string {
 	return strings.ReplaceAll(raw[1:len(raw)-1], "''", "'")
 }
 
-// headerOf maps a selector identifier to a header field. Identifiers are
-// case-sensitive; anything else is a property.
+// headerOf maps a selector identifier to a header field (see HeaderNamed).
 func headerOf(name string) (Header, bool) {
-	switch name {
-	case "JMSDeliveryMode":
-		return JMSDeliveryMode, true
-	case "JMSPriority":
-		return JMSPriority, true
-	case "JMSMessageID":
-		return JMSMessageID, true
-	case "JMSTimestamp":
-		return JMSTimestamp, true
-	case "JMSCorrelationID":
-		return JMSCorrelationID, true
-	case "JMSType":
-		return JMSType, true
-	case "JMSRedelivered":
-		return JMSRedelivered, true
-	case "JMSDeliveryTime":
-		return JMSDeliveryTime, true
+	if len(name) < 7 || name[:3] != "JMS" {
+		return 0, false
+	}
+	for h := JMSDeliveryMode; h <= JMSDeliveryTime; h++ {
+		if headerName(h) == name {
+			return h, true
+		}
 	}
 	return 0, false
 }

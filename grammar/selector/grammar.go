@@ -22,13 +22,13 @@ type disjunction struct {
 // conjunction is factors joined by AND.
 type conjunction struct {
 	Pos   lexer.Position
-	Terms []*negation `parser:"@@ ( 'AND' @@ )*"`
+	Terms []*condition `parser:"@@ ( 'AND' @@ )*"`
 }
 
-// negation is NOT applied to a negation, or a predicate.
-type negation struct {
+// condition is NOT applied to a condition, or a predicate.
+type condition struct {
 	Pos  lexer.Position
-	Not  *negation  `parser:"  'NOT' @@"`
+	Not  *condition `parser:"  'NOT' @@"`
 	Pred *predicate `parser:"| @@"`
 }
 

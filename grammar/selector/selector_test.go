@@ -568,3 +568,21 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestHeaderNames checks HeaderNamed and Header.String against each other.
+func TestHeaderNames(t *testing.T) {
+	for _, h := range Headers() {
+		got, ok := HeaderNamed(h.String())
+		if !ok || got != h {
+			t.Errorf("HeaderNamed(%q) = %v, %v", h.String(), got, ok)
+		}
+	}
+	for _, name := range []string{"jmspriority", "JMSX", "JMSDestination", "JMS", "x", ""} {
+		if h, ok := HeaderNamed(name); ok {
+			t.Errorf("HeaderNamed(%q) = %v", name, h)
+		}
+	}
+	if s := Header(99).String(); s != "Header(99)" {
+		t.Errorf("Header(99).String() = %q", s)
+	}
+}
