@@ -30,5 +30,6 @@ func newRootCommand() *cobra.Command {
 	// Subcommands register here, one line each.
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newScheduleCommand())
+	root.AddCommand(newSelectorCommand())
 	return root
 }
