@@ -166,12 +166,18 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 // reporting all problems at once.
 func (c *Config) Validate() error {
 	var errs []error
-	for name, addr := range map[string]string{"stomp": c.Listeners.STOMP, "amqp": c.Listeners.AMQP, "admin": c.Listeners.Admin} {
-		if addr == "" {
+	for _, l := range []struct{ name, addr string }{
+		{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP}, {"admin", c.Listeners.Admin},
+	} {
+		if l.addr == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			errs = append(errs, fmt.Errorf("listeners.%s: %w", name, err))
+		_, port, err := net.SplitHostPort(l.addr)
+		if err == nil {
+			_, err = net.LookupPort("tcp", port)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listeners.%s: %w", l.name, err))
 		}
 	}
 	switch c.LogLevel {
@@ -184,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Connection.Prefetch < 0 {
 		errs = append(errs, fmt.Errorf("connection.prefetch must not be negative"))
+	}
+	if c.ExpiryScanInterval < 0 {
+		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
 	for i := range c.Destinations {
 		if _, err := c.Destinations[i].compile(); err != nil {
@@ -212,6 +221,17 @@ func (c *Config) ConnectionOptions() (engine.ConnectionOptions, error) {
 		o.SharingPolicy = engine.Sharable
 	default:
 		return o, fmt.Errorf("connection.sharing_policy %q: want exclusive or sharable", f.SharingPolicy)
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"redelivery_delay", f.RedeliveryDelay}, {"time_to_live", f.TimeToLive}, {"time_to_deliver", f.TimeToDeliver}} {
+		if d.v < 0 {
+			return o, fmt.Errorf("connection.%s %v: must not be negative", d.key, time.Duration(d.v))
+		}
+	}
+	if f.RedeliveryLimit < -1 {
+		return o, fmt.Errorf("connection.redelivery_limit %d: want -1 (no limit) or more", f.RedeliveryLimit)
 	}
 	o.RedeliveryDelay = time.Duration(f.RedeliveryDelay)
 	mode, err := parseDeliveryMode(f.DeliveryMode)
@@ -271,6 +291,14 @@ func (d *Destination) compile() (engine.Policy, error) {
 		}
 		p.PriorityOverride = *d.PriorityOverride
 	}
+	for _, o := range []struct {
+		key string
+		v   *Duration
+	}{{"time_to_live_override", d.TimeToLiveOverride}, {"redelivery_delay_override", d.RedeliveryDelayOverride}, {"blocking_send_timeout", d.BlockingSendTimeout}} {
+		if o.v != nil && *o.v < 0 {
+			return p, fmt.Errorf("%s %v: must not be negative", o.key, time.Duration(*o.v))
+		}
+	}
 	if d.TimeToLiveOverride != nil {
 		p.TimeToLiveOverride = time.Duration(*d.TimeToLiveOverride)
 	}
@@ -298,6 +326,9 @@ func (d *Destination) compile() (engine.Policy, error) {
 		p.RedeliveryDelayOverride = time.Duration(*d.RedeliveryDelayOverride)
 	}
 	if d.RedeliveryLimit != nil {
+		if *d.RedeliveryLimit < -1 {
+			return p, fmt.Errorf("redelivery_limit %d: want -1 (not set) or more", *d.RedeliveryLimit)
+		}
 		p.RedeliveryLimit = *d.RedeliveryLimit
 	}
 	if d.ErrorDestination != "" {
