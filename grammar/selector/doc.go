@@ -50,7 +50,8 @@
 // L (leading zeros do not make octal; hexadecimal is rejected). Approximate
 // numerics have a decimal point and/or an exponent (7E3, 7., .5, -57.9E2)
 // and may end in F or D, which is accepted and ignored: every approximate
-// literal is a double. Signs are unary operators, not part of literals,
+// literal is a double. A number ends where its syntax ends, so 1AND is 1
+// followed by AND. Signs are unary operators, not part of literals,
 // except that a minus directly before an exact literal is folded into it so
 // that -9223372036854775808 is in range. A literal outside the range of a
 // long or a double is a compile error. TRUE and FALSE are booleans. NULL is
