@@ -19,6 +19,7 @@ import (
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/internal/admin"
 	"github.com/sluicemq/sluice/internal/config"
+	"github.com/sluicemq/sluice/protocol/stomp"
 )
 
 // Version is Sluice's version, reported to clients and in metadata.
@@ -92,6 +93,21 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 }
 
 func (b *Broker) listen() error {
+	connOpts, err := b.cfg.ConnectionOptions()
+	if err != nil {
+		return err
+	}
+	if addr := b.cfg.Listeners.STOMP; addr != "" {
+		srv := stomp.NewServer(b.engine, stomp.Options{
+			Connection:      connOpts,
+			DefaultPrefetch: b.cfg.Connection.Prefetch,
+			ServerName:      "Sluice/" + Version,
+			Logger:          b.log.With(slog.String("component", "stomp")),
+		})
+		if err := b.serve("stomp", addr, srv); err != nil {
+			return err
+		}
+	}
 	if addr := b.cfg.Listeners.Admin; addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

@@ -1,0 +1,465 @@
+package stomp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/protocol/stomp/frame"
+)
+
+// outItem is one thing for the writer goroutine to send.
+type outItem struct {
+	f     *frame.Frame
+	sub   *subscription // for MESSAGE frames of ack:auto subscriptions
+	tag   uint64
+	close bool          // close the connection once written (ERROR)
+	done  chan struct{} // closed once written and flushed (DISCONNECT receipt)
+}
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	log *slog.Logger
+
+	version   frame.Version
+	rd        *frame.Reader
+	out       chan outItem
+	done      chan struct{}
+	closeOnce sync.Once
+	failing   atomic.Bool
+	sendHB    time.Duration
+	recvHB    time.Duration
+
+	eng      *engine.Connection
+	prodSess *engine.Session
+	prod     *engine.Producer
+
+	mu       sync.Mutex // guards subs, temps
+	subs     map[string]*subscription
+	subSeq   uint64
+	temps    map[message.Destination]message.Destination // client name → engine destination
+	tempsRev map[message.Destination]string              // engine destination → client name
+	txns     map[string]*engine.Txn
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{
+		srv:      s,
+		nc:       nc,
+		log:      s.opts.Logger.With(slog.String("remote", nc.RemoteAddr().String())),
+		version:  frame.V10,
+		rd:       frame.NewReader(nc, s.opts.Limits),
+		out:      make(chan outItem, 256),
+		done:     make(chan struct{}),
+		subs:     map[string]*subscription{},
+		temps:    map[message.Destination]message.Destination{},
+		tempsRev: map[message.Destination]string{},
+		txns:     map[string]*engine.Txn{},
+	}
+}
+
+// protoError is a refusal that ends the connection with an ERROR frame.
+type protoError struct {
+	msg    string // one line, for the message header
+	detail string // the body
+}
+
+func (e *protoError) Error() string { return e.msg }
+
+func refuse(msg string, args ...any) error { return &protoError{msg: fmt.Sprintf(msg, args...)} }
+
+// run serves the connection until it ends.
+func (c *conn) run() {
+	writerDone := make(chan struct{})
+	go func() { c.writeLoop(); close(writerDone) }()
+	err := c.readLoop()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("stomp connection ended", slog.Any("err", err))
+	}
+	if c.failing.Load() {
+		// Let the writer deliver the ERROR frame; it closes the connection.
+		select {
+		case <-writerDone:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	c.shutdown()
+	<-writerDone
+}
+
+// abort closes the connection from the server side.
+func (c *conn) abort() {
+	c.closeOnce.Do(func() { close(c.done) })
+	_ = c.nc.Close()
+}
+
+// shutdown releases the engine side: subscriptions close, transactions roll
+// back, unacknowledged messages return to their destinations.
+func (c *conn) shutdown() {
+	c.closeOnce.Do(func() { close(c.done) })
+	if c.eng != nil {
+		_ = c.eng.Close()
+	}
+	_ = c.nc.Close()
+}
+
+func (c *conn) readLoop() error {
+	connected := false
+	for {
+		timeout := c.srv.opts.ConnectTimeout
+		if connected {
+			timeout = 0
+			if c.recvHB > 0 {
+				timeout = 2*c.recvHB + time.Second
+			}
+		}
+		if timeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		ev, err := c.rd.Next()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if !connected {
+					c.fail(refuse("no CONNECT frame within %s", c.srv.opts.ConnectTimeout), nil)
+				} else {
+					c.fail(refuse("heart-beat timeout: nothing received for %s", timeout), nil)
+				}
+				return err
+			}
+			var fe *frame.Error
+			if errors.As(err, &fe) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				c.fail(refuse("%s", fe.Reason), nil)
+			}
+			return err
+		}
+		if ev.Frame == nil {
+			continue
+		}
+		f := ev.Frame
+		if !connected {
+			if f.Command != frame.CmdConnect && f.Command != frame.CmdStomp {
+				c.fail(refuse("expected CONNECT or STOMP, got %s", f.Command), f)
+				return nil
+			}
+			if err := c.connect(f); err != nil {
+				c.fail(err, f)
+				return nil
+			}
+			connected = true
+			continue
+		}
+		stop, err := c.handle(f)
+		if err != nil {
+			c.fail(err, f)
+			return nil
+		}
+		if stop {
+			return nil
+		}
+	}
+}
+
+// fail sends an ERROR frame for err (answering f's receipt if it asked for
+// one) and closes the connection once it is written.
+func (c *conn) fail(err error, f *frame.Frame) {
+	msg, detail := err.Error(), ""
+	var pe *protoError
+	if errors.As(err, &pe) {
+		msg, detail = pe.msg, pe.detail
+	} else if code := engine.CodeOf(err); code != engine.CodeJMS {
+		detail = code.String() + ": " + err.Error()
+	}
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	ef := &frame.Frame{Command: frame.CmdError}
+	ef.Add(frame.HeaderMessage, msg)
+	if f != nil {
+		if r, ok := f.Get(frame.HeaderReceipt); ok {
+			ef.Add(frame.HeaderReceiptID, r)
+		}
+	}
+	ef.Add(frame.HeaderContentType, "text/plain")
+	if detail == "" {
+		detail = msg
+	}
+	ef.Body = []byte(detail + "\n")
+	c.failing.Store(true)
+	c.log.Info("stomp error sent", slog.String("message", msg))
+	select {
+	case c.out <- outItem{f: ef, close: true}:
+	case <-c.done:
+	}
+}
+
+// send queues a frame for the writer, waiting while the writer is behind
+// (TCP back-pressure reaches the engine this way). It reports false when the
+// connection is closing.
+func (c *conn) send(it outItem) bool {
+	select {
+	case c.out <- it:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// writeLoop writes queued frames, many per system call, and heart-beats
+// when the connection has been quiet.
+func (c *conn) writeLoop() {
+	w := frame.NewWriter(c.nc, frame.EncodeOptions{})
+	var hb <-chan time.Time
+	var ticker *time.Ticker
+	wrote := false
+	var acks []outItem
+	for {
+		if hb == nil && c.sendHB > 0 {
+			ticker = time.NewTicker(c.sendHB)
+			hb = ticker.C
+		}
+		select {
+		case <-c.done:
+			if ticker != nil {
+				ticker.Stop()
+			}
+			return
+		case <-hb:
+			if !wrote {
+				_ = c.nc.SetWriteDeadline(time.Now().Add(c.sendHB + 10*time.Second))
+				if w.WriteHeartBeat() != nil || w.Flush() != nil {
+					c.abort()
+				}
+			}
+			wrote = false
+			continue
+		case it := <-c.out:
+			w.SetVersion(c.version)
+			closeAfter := false
+			var dones []chan struct{}
+			for n := 0; ; n++ {
+				if err := w.WriteFrame(it.f); err != nil {
+					c.log.Warn("stomp frame not encodable", slog.Any("err", err))
+				}
+				if it.sub != nil {
+					acks = append(acks, it)
+				}
+				if it.done != nil {
+					dones = append(dones, it.done)
+				}
+				closeAfter = closeAfter || it.close
+				if closeAfter || n >= 64 {
+					break
+				}
+				more := false
+				select {
+				case it = <-c.out:
+					more = true
+				default:
+				}
+				if !more {
+					break
+				}
+			}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			err := w.Flush()
+			wrote = true
+			if err == nil {
+				for _, a := range acks {
+					_ = a.sub.sess.AcknowledgeAsync(a.tag)
+				}
+			}
+			clear(acks)
+			acks = acks[:0]
+			for _, d := range dones {
+				close(d)
+			}
+			if err != nil || closeAfter {
+				if closeAfter {
+					// Let the client read the ERROR before the close.
+					if tc, ok := c.nc.(*net.TCPConn); ok {
+						_ = tc.CloseWrite()
+					}
+				}
+				c.abort()
+				return
+			}
+		}
+	}
+}
+
+// connect handles CONNECT/STOMP: version, heart-beats, client ID.
+func (c *conn) connect(f *frame.Frame) error {
+	accept, present := f.Get(frame.HeaderAcceptVersion)
+	v, err := frame.NegotiateVersion(accept, present, frame.AllVersions())
+	if err != nil {
+		ef := &protoError{msg: "supported protocol versions are " + frame.FormatVersions(frame.AllVersions()),
+			detail: "no common STOMP version: the client accepts " + accept}
+		return ef
+	}
+	c.version = v
+	c.rd.SetVersion(v)
+	if v >= frame.V11 {
+		hbv, hbPresent := f.Get(frame.HeaderHeartBeat)
+		send, recv, err := frame.NegotiateHeartBeat(hbv, hbPresent, c.srv.opts.HeartBeat)
+		if err != nil {
+			return refuse("bad heart-beat header %q", hbv)
+		}
+		c.sendHB, c.recvHB = send, recv
+	}
+	opts := c.srv.opts.Connection
+	opts.RemoteAddr = c.nc.RemoteAddr().String()
+	opts.Protocol = "stomp/" + v.String()
+	if id, ok := f.Get(hClientID); ok && id != "" {
+		opts.ClientID = id
+	}
+	eng, err := c.srv.eng.Connect(opts)
+	if err != nil {
+		return err
+	}
+	c.eng = eng
+	eng.SetExceptionListener(func(err error) {
+		c.log.Info("engine reported a connection problem", slog.Any("err", err))
+	})
+	if c.prodSess, err = eng.CreateSession(engine.AutoAcknowledge); err != nil {
+		return err
+	}
+	if c.prod, err = c.prodSess.CreateProducer(message.Destination{}); err != nil {
+		return err
+	}
+	if err := eng.Start(); err != nil {
+		return err
+	}
+	cf := &frame.Frame{Command: frame.CmdConnected}
+	cf.Add(frame.HeaderVersion, v.String())
+	cf.Add("session", strconv.FormatUint(eng.ID(), 10))
+	cf.Add("server", c.srv.opts.ServerName)
+	if v >= frame.V11 {
+		cf.Add(frame.HeaderHeartBeat, frame.HeartBeat{Send: c.sendHB, Receive: c.recvHB}.String())
+	}
+	c.log.Debug("stomp connected", slog.String("version", v.String()))
+	c.send(outItem{f: cf})
+	return nil
+}
+
+// receipt answers a frame's receipt header, if any.
+func (c *conn) receipt(f *frame.Frame) {
+	if r, ok := f.Get(frame.HeaderReceipt); ok {
+		rf := &frame.Frame{Command: frame.CmdReceipt}
+		rf.Add(frame.HeaderReceiptID, r)
+		c.send(outItem{f: rf})
+	}
+}
+
+// handle processes one frame after CONNECT. stop ends the connection
+// normally (DISCONNECT).
+func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
+	ctx := context.Background()
+	switch f.Command {
+	case frame.CmdSend:
+		err = c.handleSend(ctx, f)
+	case frame.CmdSubscribe:
+		err = c.handleSubscribe(f)
+	case frame.CmdUnsubscribe:
+		err = c.handleUnsubscribe(ctx, f)
+	case frame.CmdAck, frame.CmdNack:
+		err = c.handleAck(ctx, f)
+	case frame.CmdBegin, frame.CmdCommit, frame.CmdAbort:
+		err = c.handleTxn(ctx, f)
+	case frame.CmdDisconnect:
+		if r, ok := f.Get(frame.HeaderReceipt); ok {
+			rf := &frame.Frame{Command: frame.CmdReceipt}
+			rf.Add(frame.HeaderReceiptID, r)
+			done := make(chan struct{})
+			if c.send(outItem{f: rf, done: done}) {
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		return true, nil
+	case frame.CmdConnect, frame.CmdStomp:
+		err = refuse("already connected")
+	default:
+		err = refuse("%s is not a frame a client sends", f.Command)
+	}
+	if err != nil {
+		return false, err
+	}
+	c.receipt(f)
+	return false, nil
+}
+
+func (c *conn) handleSend(ctx context.Context, f *frame.Frame) error {
+	ds, ok := f.Get(hDestination)
+	if !ok {
+		return refuse("SEND without a destination header")
+	}
+	dest, err := c.parseDestination(ds)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	m, o, err := c.toMessage(f)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if txID, ok := f.Get(hTransaction); ok {
+		tx := c.txns[txID]
+		if tx == nil {
+			return refuse("SEND names transaction %q, which is not open", txID)
+		}
+		return c.prod.SendIn(ctx, tx, dest, m, o)
+	}
+	return c.prod.SendTo(ctx, dest, m, o)
+}
+
+func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {
+	id, ok := f.Get(hTransaction)
+	if !ok || id == "" {
+		return refuse("%s without a transaction header", f.Command)
+	}
+	switch f.Command {
+	case frame.CmdBegin:
+		if c.txns[id] != nil {
+			return refuse("transaction %q is already open", id)
+		}
+		if len(c.txns) >= c.srv.opts.MaxTransactions {
+			return refuse("too many open transactions (limit %d)", c.srv.opts.MaxTransactions)
+		}
+		tx, err := c.eng.BeginTxn()
+		if err != nil {
+			return err
+		}
+		c.txns[id] = tx
+	case frame.CmdCommit:
+		tx := c.txns[id]
+		if tx == nil {
+			return refuse("COMMIT of transaction %q, which is not open", id)
+		}
+		delete(c.txns, id)
+		return tx.Commit(ctx)
+	case frame.CmdAbort:
+		tx := c.txns[id]
+		if tx == nil {
+			return refuse("ABORT of transaction %q, which is not open", id)
+		}
+		delete(c.txns, id)
+		tx.Rollback(ctx)
+	}
+	return nil
+}

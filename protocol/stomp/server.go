@@ -1,0 +1,161 @@
+package stomp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/protocol/stomp/frame"
+)
+
+// Options configure a STOMP server. Zero fields take the defaults.
+type Options struct {
+	// Limits bound every frame a client sends.
+	Limits frame.Limits
+	// HeartBeat is what the server offers: the interval at which it can
+	// send heart-beats and the one it wants to receive them at (default
+	// 10s,10s). A client silent for twice the negotiated interval is
+	// dropped.
+	HeartBeat frame.HeartBeat
+	// ConnectTimeout is how long a new connection may take to send CONNECT
+	// (default 10s).
+	ConnectTimeout time.Duration
+	// MaxSubscriptions bounds subscriptions per connection (default 1000).
+	MaxSubscriptions int
+	// MaxPrefetch bounds the unacknowledged messages per subscription a
+	// client may ask for (default 10000); DefaultPrefetch is used when the
+	// client asks for none (default 1000).
+	MaxPrefetch     int
+	DefaultPrefetch int
+	// MaxTransactions bounds open transactions per connection (default 100).
+	MaxTransactions int
+	// Connection holds the connection-factory defaults of every client.
+	Connection engine.ConnectionOptions
+	// ServerName is sent in CONNECTED's server header, e.g. "Sluice/0.1.0".
+	ServerName string
+	// Logger receives connection-level logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.HeartBeat == (frame.HeartBeat{}) {
+		o.HeartBeat = frame.HeartBeat{Send: 10 * time.Second, Receive: 10 * time.Second}
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = 1000
+	}
+	if o.MaxPrefetch <= 0 {
+		o.MaxPrefetch = 10000
+	}
+	if o.DefaultPrefetch <= 0 {
+		o.DefaultPrefetch = 1000
+	}
+	if o.DefaultPrefetch > o.MaxPrefetch {
+		o.DefaultPrefetch = o.MaxPrefetch
+	}
+	if o.MaxTransactions <= 0 {
+		o.MaxTransactions = 100
+	}
+	if o.ServerName == "" {
+		o.ServerName = "Sluice"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server serves STOMP connections on the engine.
+type Server struct {
+	eng  *engine.Broker
+	opts Options
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer makes a server for eng.
+func NewServer(eng *engine.Broker, opts Options) *Server {
+	opts.defaults()
+	return &Server{eng: eng, opts: opts, lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Shutdown; it returns net.ErrClosed
+// then.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return net.ErrClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.run()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops accepting and closes every connection (their
+// unacknowledged messages go back to their destinations), waiting until
+// they are gone or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		_ = ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.abort()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
