@@ -3,19 +3,20 @@ module github.com/sluicemq/sluice
 go 1.26.8
 
 require (
-	github.com/Azure/go-amqp v1.7.0 // indirect
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	github.com/alecthomas/participle/v2 v2.1.4 // indirect
-	github.com/antchfx/xmlquery v1.5.2 // indirect
-	github.com/antchfx/xpath v1.3.9 // indirect
-	github.com/go-stomp/stomp/v3 v3.1.3 // indirect
+	github.com/Azure/go-amqp v1.7.0
+	github.com/BurntSushi/toml v1.6.0
+	github.com/alecthomas/participle/v2 v2.1.4
+	github.com/antchfx/xmlquery v1.5.2
+	github.com/antchfx/xpath v1.3.9
+	github.com/go-stomp/stomp/v3 v3.1.3
+	github.com/spf13/cobra v1.10.2
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
-	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

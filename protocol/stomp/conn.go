@@ -24,7 +24,14 @@ type outItem struct {
 	sub   *subscription // for MESSAGE frames of ack:auto subscriptions
 	tag   uint64
 	close bool          // close the connection once written (ERROR)
+	setup *writerSetup  // the negotiated version and heart-beat (CONNECTED)
 	done  chan struct{} // closed once written and flushed (DISCONNECT receipt)
+}
+
+// writerSetup tells the writer what CONNECT negotiated.
+type writerSetup struct {
+	version frame.Version
+	sendHB  time.Duration
 }
 
 // conn is one client connection.
@@ -223,24 +230,24 @@ func (c *conn) send(it outItem) bool {
 // when the connection has been quiet.
 func (c *conn) writeLoop() {
 	w := frame.NewWriter(c.nc, frame.EncodeOptions{})
+	w.SetVersion(frame.V10)
 	var hb <-chan time.Time
 	var ticker *time.Ticker
+	var sendHB time.Duration
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	wrote := false
 	var acks []outItem
 	for {
-		if hb == nil && c.sendHB > 0 {
-			ticker = time.NewTicker(c.sendHB)
-			hb = ticker.C
-		}
 		select {
 		case <-c.done:
-			if ticker != nil {
-				ticker.Stop()
-			}
 			return
 		case <-hb:
 			if !wrote {
-				_ = c.nc.SetWriteDeadline(time.Now().Add(c.sendHB + 10*time.Second))
+				_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
 				if w.WriteHeartBeat() != nil || w.Flush() != nil {
 					c.abort()
 				}
@@ -248,10 +255,16 @@ func (c *conn) writeLoop() {
 			wrote = false
 			continue
 		case it := <-c.out:
-			w.SetVersion(c.version)
 			closeAfter := false
 			var dones []chan struct{}
 			for n := 0; ; n++ {
+				if it.setup != nil {
+					w.SetVersion(it.setup.version)
+					if sendHB = it.setup.sendHB; sendHB > 0 && ticker == nil {
+						ticker = time.NewTicker(sendHB)
+						hb = ticker.C
+					}
+				}
 				if err := w.WriteFrame(it.f); err != nil {
 					c.log.Warn("stomp frame not encodable", slog.Any("err", err))
 				}
@@ -352,7 +365,7 @@ func (c *conn) connect(f *frame.Frame) error {
 		cf.Add(frame.HeaderHeartBeat, frame.HeartBeat{Send: c.sendHB, Receive: c.recvHB}.String())
 	}
 	c.log.Debug("stomp connected", slog.String("version", v.String()))
-	c.send(outItem{f: cf})
+	c.send(outItem{f: cf, setup: &writerSetup{version: v, sendHB: c.sendHB}})
 	return nil
 }
 

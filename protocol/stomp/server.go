@@ -113,24 +113,27 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
-		c := newConn(s, nc)
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			_ = nc.Close()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			c.run()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
+		go s.ServeConn(nc)
 	}
+}
+
+// ServeConn serves one already-accepted connection until it ends.
+func (s *Server) ServeConn(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	c.run()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
 }
 
 // Shutdown stops accepting and closes every connection (their
