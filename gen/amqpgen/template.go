@@ -249,7 +249,11 @@ func (x {{.GoName}}) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a {{.Name}} from the start of src into x and
 // reports how many bytes it used.
 func (x *{{.GoName}}) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, {{printf "%q" .Name}}, {{.GoName}}DescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a {{.Name}} with its descriptor.

@@ -953,18 +953,6 @@ type describedDecoder interface {
 	decodeBody(d *decoder) error
 }
 
-// unmarshalDescribed decodes v, with its descriptor, from the start of src.
-func unmarshalDescribed(src []byte, typ string, code uint64, v describedDecoder) (int, error) {
-	d := decoder{buf: src}
-	if err := d.expectDescriptor(typ, code); err != nil {
-		return 0, err
-	}
-	if err := v.decodeBody(&d); err != nil {
-		return 0, err
-	}
-	return d.off, nil
-}
-
 // DecodeValue decodes one value of any AMQP type from the start of src into
 // its generic Go representation (see the package documentation) and
 // reports how many bytes it used. Described values of known types are

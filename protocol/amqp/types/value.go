@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 )
@@ -122,7 +123,8 @@ func (o Optional[T]) String() string {
 }
 
 // valueEqual reports whether two generic values are equal in type and
-// value. It never panics, even for uncomparable dynamic types.
+// value (floats by their bits). It never panics, even for uncomparable
+// dynamic types.
 func valueEqual(a, b any) bool {
 	switch av := a.(type) {
 	case []byte:
@@ -148,6 +150,12 @@ func valueEqual(a, b any) bool {
 	case Described:
 		bv, ok := b.(Described)
 		return ok && valueEqual(av.Descriptor, bv.Descriptor) && valueEqual(av.Value, bv.Value)
+	case float32: // by bits: a NaN key equals itself
+		bv, ok := b.(float32)
+		return ok && math.Float32bits(av) == math.Float32bits(bv)
+	case float64:
+		bv, ok := b.(float64)
+		return ok && math.Float64bits(av) == math.Float64bits(bv)
 	}
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	if ta != tb {

@@ -1460,7 +1460,11 @@ func (x *Open) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a open from the start of src into x and
 // reports how many bytes it used.
 func (x *Open) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "open", OpenDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a open with its descriptor.
@@ -1725,7 +1729,11 @@ func (x *Begin) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a begin from the start of src into x and
 // reports how many bytes it used.
 func (x *Begin) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "begin", BeginDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a begin with its descriptor.
@@ -2042,7 +2050,11 @@ func (x *Attach) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a attach from the start of src into x and
 // reports how many bytes it used.
 func (x *Attach) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "attach", AttachDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a attach with its descriptor.
@@ -2385,7 +2397,11 @@ func (x *Flow) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a flow from the start of src into x and
 // reports how many bytes it used.
 func (x *Flow) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "flow", FlowDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a flow with its descriptor.
@@ -2704,7 +2720,11 @@ func (x *Transfer) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a transfer from the start of src into x and
 // reports how many bytes it used.
 func (x *Transfer) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "transfer", TransferDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a transfer with its descriptor.
@@ -2960,7 +2980,11 @@ func (x *Disposition) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a disposition from the start of src into x and
 // reports how many bytes it used.
 func (x *Disposition) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "disposition", DispositionDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a disposition with its descriptor.
@@ -3126,7 +3150,11 @@ func (x *Detach) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a detach from the start of src into x and
 // reports how many bytes it used.
 func (x *Detach) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "detach", DetachDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a detach with its descriptor.
@@ -3236,7 +3264,11 @@ func (x *End) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a end from the start of src into x and
 // reports how many bytes it used.
 func (x *End) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "end", EndDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a end with its descriptor.
@@ -3322,7 +3354,11 @@ func (x *Close) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a close from the start of src into x and
 // reports how many bytes it used.
 func (x *Close) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "close", CloseDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a close with its descriptor.
@@ -3428,7 +3464,11 @@ func (x *Error) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a error from the start of src into x and
 // reports how many bytes it used.
 func (x *Error) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "error", ErrorDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a error with its descriptor.
@@ -3579,7 +3619,11 @@ func (x *Header) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a header from the start of src into x and
 // reports how many bytes it used.
 func (x *Header) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "header", HeaderDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a header with its descriptor.
@@ -3689,7 +3733,11 @@ func (x DeliveryAnnotations) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a delivery-annotations from the start of src into x and
 // reports how many bytes it used.
 func (x *DeliveryAnnotations) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "delivery-annotations", DeliveryAnnotationsDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a delivery-annotations with its descriptor.
@@ -3740,7 +3788,11 @@ func (x MessageAnnotations) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a message-annotations from the start of src into x and
 // reports how many bytes it used.
 func (x *MessageAnnotations) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "message-annotations", MessageAnnotationsDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a message-annotations with its descriptor.
@@ -3965,7 +4017,11 @@ func (x *Properties) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a properties from the start of src into x and
 // reports how many bytes it used.
 func (x *Properties) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "properties", PropertiesDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a properties with its descriptor.
@@ -4171,7 +4227,11 @@ func (x ApplicationProperties) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a application-properties from the start of src into x and
 // reports how many bytes it used.
 func (x *ApplicationProperties) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "application-properties", ApplicationPropertiesDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a application-properties with its descriptor.
@@ -4222,7 +4282,11 @@ func (x Data) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a data from the start of src into x and
 // reports how many bytes it used.
 func (x *Data) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "data", DataDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a data with its descriptor.
@@ -4273,7 +4337,11 @@ func (x AMQPSequence) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a amqp-sequence from the start of src into x and
 // reports how many bytes it used.
 func (x *AMQPSequence) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "amqp-sequence", AMQPSequenceDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a amqp-sequence with its descriptor.
@@ -4327,7 +4395,11 @@ func (x AMQPValue) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a amqp-value from the start of src into x and
 // reports how many bytes it used.
 func (x *AMQPValue) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "amqp-value", AMQPValueDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a amqp-value with its descriptor.
@@ -4378,7 +4450,11 @@ func (x Footer) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a footer from the start of src into x and
 // reports how many bytes it used.
 func (x *Footer) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "footer", FooterDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a footer with its descriptor.
@@ -4453,7 +4529,11 @@ func (x *Received) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a received from the start of src into x and
 // reports how many bytes it used.
 func (x *Received) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "received", ReceivedDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a received with its descriptor.
@@ -4539,7 +4619,11 @@ func (x *Accepted) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a accepted from the start of src into x and
 // reports how many bytes it used.
 func (x *Accepted) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "accepted", AcceptedDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a accepted with its descriptor.
@@ -4614,7 +4698,11 @@ func (x *Rejected) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a rejected from the start of src into x and
 // reports how many bytes it used.
 func (x *Rejected) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "rejected", RejectedDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a rejected with its descriptor.
@@ -4688,7 +4776,11 @@ func (x *Released) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a released from the start of src into x and
 // reports how many bytes it used.
 func (x *Released) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "released", ReleasedDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a released with its descriptor.
@@ -4785,7 +4877,11 @@ func (x *Modified) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a modified from the start of src into x and
 // reports how many bytes it used.
 func (x *Modified) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "modified", ModifiedDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a modified with its descriptor.
@@ -5022,7 +5118,11 @@ func (x *Source) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a source from the start of src into x and
 // reports how many bytes it used.
 func (x *Source) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "source", SourceDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a source with its descriptor.
@@ -5305,7 +5405,11 @@ func (x *Target) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a target from the start of src into x and
 // reports how many bytes it used.
 func (x *Target) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "target", TargetDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a target with its descriptor.
@@ -5449,7 +5553,11 @@ func (x *DeleteOnClose) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a delete-on-close from the start of src into x and
 // reports how many bytes it used.
 func (x *DeleteOnClose) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "delete-on-close", DeleteOnCloseDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a delete-on-close with its descriptor.
@@ -5508,7 +5616,11 @@ func (x *DeleteOnNoLinks) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a delete-on-no-links from the start of src into x and
 // reports how many bytes it used.
 func (x *DeleteOnNoLinks) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "delete-on-no-links", DeleteOnNoLinksDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a delete-on-no-links with its descriptor.
@@ -5567,7 +5679,11 @@ func (x *DeleteOnNoMessages) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a delete-on-no-messages from the start of src into x and
 // reports how many bytes it used.
 func (x *DeleteOnNoMessages) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "delete-on-no-messages", DeleteOnNoMessagesDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a delete-on-no-messages with its descriptor.
@@ -5626,7 +5742,11 @@ func (x *DeleteOnNoLinksOrMessages) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a delete-on-no-links-or-messages from the start of src into x and
 // reports how many bytes it used.
 func (x *DeleteOnNoLinksOrMessages) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "delete-on-no-links-or-messages", DeleteOnNoLinksOrMessagesDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a delete-on-no-links-or-messages with its descriptor.
@@ -5695,7 +5815,11 @@ func (x *SASLMechanisms) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a sasl-mechanisms from the start of src into x and
 // reports how many bytes it used.
 func (x *SASLMechanisms) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "sasl-mechanisms", SASLMechanismsDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a sasl-mechanisms with its descriptor.
@@ -5803,7 +5927,11 @@ func (x *SASLInit) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a sasl-init from the start of src into x and
 // reports how many bytes it used.
 func (x *SASLInit) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "sasl-init", SASLInitDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a sasl-init with its descriptor.
@@ -5909,7 +6037,11 @@ func (x *SASLChallenge) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a sasl-challenge from the start of src into x and
 // reports how many bytes it used.
 func (x *SASLChallenge) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "sasl-challenge", SASLChallengeDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a sasl-challenge with its descriptor.
@@ -5991,7 +6123,11 @@ func (x *SASLResponse) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a sasl-response from the start of src into x and
 // reports how many bytes it used.
 func (x *SASLResponse) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "sasl-response", SASLResponseDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a sasl-response with its descriptor.
@@ -6084,7 +6220,11 @@ func (x *SASLOutcome) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a sasl-outcome from the start of src into x and
 // reports how many bytes it used.
 func (x *SASLOutcome) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "sasl-outcome", SASLOutcomeDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a sasl-outcome with its descriptor.
@@ -6182,7 +6322,11 @@ func (x *Coordinator) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a coordinator from the start of src into x and
 // reports how many bytes it used.
 func (x *Coordinator) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "coordinator", CoordinatorDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a coordinator with its descriptor.
@@ -6266,7 +6410,11 @@ func (x *Declare) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a declare from the start of src into x and
 // reports how many bytes it used.
 func (x *Declare) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "declare", DeclareDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a declare with its descriptor.
@@ -6360,7 +6508,11 @@ func (x *Discharge) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a discharge from the start of src into x and
 // reports how many bytes it used.
 func (x *Discharge) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "discharge", DischargeDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a discharge with its descriptor.
@@ -6459,7 +6611,11 @@ func (x *Declared) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a declared from the start of src into x and
 // reports how many bytes it used.
 func (x *Declared) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "declared", DeclaredDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a declared with its descriptor.
@@ -6557,7 +6713,11 @@ func (x *TransactionalState) AppendAMQP(b []byte) ([]byte, error) {
 // UnmarshalAMQP decodes a transactional-state from the start of src into x and
 // reports how many bytes it used.
 func (x *TransactionalState) UnmarshalAMQP(src []byte) (int, error) {
-	return unmarshalDescribed(src, "transactional-state", TransactionalStateDescriptorCode, x)
+	d := decoder{buf: src}
+	if err := x.decode(&d); err != nil {
+		return 0, err
+	}
+	return d.off, nil
 }
 
 // decode reads a transactional-state with its descriptor.
