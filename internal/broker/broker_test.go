@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +111,31 @@ func TestStartServesHealthAndReadiness(t *testing.T) {
 		t.Errorf("/readyz after restart = %d, want 200", code)
 	}
 	shutdown(t, b2)
+}
+
+// With a STOMP address the front-end is bound and answers CONNECT.
+func TestStartSTOMPListener(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Listeners.STOMP = "127.0.0.1:0"
+	b := start(t, cfg)
+	defer shutdown(t, b)
+	addr := b.Addr("stomp")
+	if addr == nil {
+		t.Fatal(`Addr("stomp") = nil`)
+	}
+	conn, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("CONNECT\naccept-version:1.2\nhost:/\n\n\x00")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || line != "CONNECTED\n" {
+		t.Errorf("answer to CONNECT: %q, %v; want CONNECTED", line, err)
+	}
 }
 
 func TestStartCreatesDataDirectory(t *testing.T) {
