@@ -83,26 +83,32 @@ func (q *queue) add(refs ...*ref) {
 	q.b.expireRefs(q, expired)
 }
 
-// wake moves a scheduled ref whose time has come into the ready lists.
-func (q *queue) wake(r *ref) {
+// wake moves scheduled refs whose time has come into the ready lists, all
+// of them before it dispatches, so that messages due together go out in
+// priority, then arrival order.
+func (q *queue) wake(refs []*ref) {
 	now := q.b.nowMillis()
+	var drop []*ref
 	q.mu.Lock()
-	if r.state != refScheduled {
-		q.mu.Unlock()
-		return
+	for _, r := range refs {
+		if r.state != refScheduled {
+			continue
+		}
+		if q.deleted || r.gen != q.gen {
+			r.state = refGone
+			drop = append(drop, r)
+			continue
+		}
+		q.scheduled--
+		r.state = refReady
+		q.ready[r.msg.Priority].insert(r)
+		q.nready++
 	}
-	if q.deleted || r.gen != q.gen {
-		r.state = refGone
-		q.mu.Unlock()
-		q.b.dropRefs([]*ref{r})
-		return
-	}
-	q.scheduled--
-	r.state = refReady
-	q.ready[r.msg.Priority].insert(r)
-	q.nready++
 	expired := q.dispatchLocked(now)
 	q.mu.Unlock()
+	if len(drop) > 0 {
+		q.b.dropRefs(drop)
+	}
 	q.b.expireRefs(q, expired)
 }
 

@@ -67,10 +67,11 @@ func (s *scheduler) run(ctx context.Context) {
 			wait = time.Duration(s.heap[0].at-now) * time.Millisecond
 		}
 		s.mu.Unlock()
-		for i, r := range due {
-			r.q.wake(r)
-			due[i] = nil
-		}
+		// Wake each queue's due refs together: messages due at the same
+		// time are then dispatched in priority and arrival order, not in
+		// the heap's arbitrary order among equal times.
+		byQueue(due, func(q *queue, rs []*ref) { q.wake(rs) })
+		clear(due)
 		if !t.Stop() {
 			select {
 			case <-t.C:
