@@ -282,7 +282,9 @@ func (c *Consumer) listen(fn func(message.Delivery)) {
 		if err := conn.beginDelivery(ctx, c.done); err != nil {
 			return
 		}
+		c.recvMu.Lock()
 		r, err := c.next(ctx)
+		c.recvMu.Unlock()
 		if err != nil {
 			conn.endDelivery()
 			return
@@ -294,6 +296,45 @@ func (c *Consumer) listen(fn func(message.Delivery)) {
 		c.sess.listenMu.Unlock()
 		conn.endDelivery()
 	}
+}
+
+// reclaim takes back the refs dispatched to c that the application has not
+// taken yet (its prefetch pipeline), restores their credit and returns them
+// to the queue uncounted, so that after a recover or rollback the queue
+// redelivers in the original order (seed: "Ordered Redelivery of
+// Messages"). Refs held by a Receive running on another goroutine stay.
+func (c *Consumer) reclaim() {
+	if c.closed.Load() {
+		return
+	}
+	var back []*ref
+	if c.recvMu.TryLock() {
+		back = append(back, c.local...)
+		clear(c.local)
+		c.local = c.local[:0]
+		c.bufMu.Lock()
+		back = append(back, c.buf...)
+		clear(c.buf)
+		c.buf = c.buf[:0]
+		c.bufMu.Unlock()
+		c.recvMu.Unlock()
+	} else {
+		c.bufMu.Lock()
+		back = append(back, c.buf...)
+		clear(c.buf)
+		c.buf = c.buf[:0]
+		c.bufMu.Unlock()
+	}
+	if len(back) == 0 {
+		return
+	}
+	if c.mode != CreditOnAck {
+		// requeue gives credit back only for CreditOnAck (settled).
+		c.q.mu.Lock()
+		c.credit += len(back)
+		c.q.mu.Unlock()
+	}
+	c.q.b.requeue(context.Background(), back, false, 0)
 }
 
 // Close closes the consumer: messages dispatched to it but never taken go

@@ -237,7 +237,23 @@ func (s *Session) Recover(ctx context.Context) error {
 	}
 	ds, _ := s.takePending(0, false)
 	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	s.reclaimPipelines()
 	return nil
+}
+
+// reclaimPipelines returns the messages prefetched by the session's
+// consumers and not yet delivered to the queue, after the recovered or
+// rolled back ones, so that redelivery keeps the original order.
+func (s *Session) reclaimPipelines() {
+	s.mu.Lock()
+	cs := make([]*Consumer, 0, len(s.consumers))
+	for c := range s.consumers {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.reclaim()
+	}
 }
 
 // Commit commits the session's transaction: its sends become visible and
@@ -272,6 +288,7 @@ func (s *Session) Rollback(ctx context.Context) error {
 	s.txn = s.conn.newTxn()
 	tx.Rollback(ctx)
 	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	s.reclaimPipelines()
 	return nil
 }
 
