@@ -60,7 +60,8 @@ type Consumer struct {
 	window int
 	sub    *subscription
 
-	credit int // guarded by q.mu
+	credit  int              // guarded by q.mu
+	scratch message.Delivery // selector input, guarded by q.mu
 
 	bufMu  sync.Mutex
 	buf    []*ref
@@ -97,8 +98,8 @@ func (c *Consumer) accepts(r *ref) bool {
 	if c.sel == nil {
 		return true
 	}
-	d := message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0}
-	return c.sel.Matches(message.SelectorView{D: &d})
+	c.scratch = message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0}
+	return c.sel.Matches(message.SelectorView{D: &c.scratch})
 }
 
 // push hands r to c; called under q.mu.

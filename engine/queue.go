@@ -24,7 +24,7 @@ type queue struct {
 	rr        int
 	inflight  int
 	scheduled int
-	count     int64 // refs held in any state but gone
+	count     int64  // refs held in any state but gone
 	gen       uint32 // bumped by a purge: scheduled refs of older generations are dropped when they wake
 	bytes     int64
 	deleted   bool

@@ -36,7 +36,7 @@ type ref struct {
 	marked    int32 // delivery attempts recorded in the store
 	deliverAt int64 // ms; while in the future the ref is invisible
 	state     refState
-	gen       uint32 // the queue generation it was scheduled in
+	gen       uint32    // the queue generation it was scheduled in
 	owner     *Consumer // while in flight
 }
 

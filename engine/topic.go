@@ -93,15 +93,13 @@ func (t *topic) all() []*subscription {
 func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
 	var rec *stored
 	var refs []*ref
+	view := message.SelectorView{D: &message.Delivery{Msg: m, DeliveryCount: 1}}
 	take := func(s *subscription) {
 		if s.noLocal && m.Producer == s.localConn {
 			return
 		}
-		if s.sel != nil && s.target == "" {
-			d := message.Delivery{Msg: m, DeliveryCount: 1}
-			if !s.sel.Matches(message.SelectorView{D: &d}) {
-				return
-			}
+		if s.sel != nil && s.target == "" && !s.sel.Matches(view) {
+			return
 		}
 		r := &ref{msg: m, seq: seq, q: s.q, deliverAt: m.DeliveryTime}
 		if s.q.bucket != "" && m.DeliveryMode == message.Persistent {
