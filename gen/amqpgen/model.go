@@ -707,6 +707,7 @@ func buildField(t *typeEntry, i int, types map[string]*typeEntry, providers map[
 		} else {
 			present = field + " != nil"
 			absent = field + " = nil"
+			kindDoc += "; nil when absent"
 		}
 		if f.Default != "" {
 			return bf, fmt.Errorf("a default on a * field is not supported")
@@ -728,13 +729,14 @@ func buildField(t *typeEntry, i int, types map[string]*typeEntry, providers map[
 			readSt = fmt.Sprintf("v := new(%s)\nif err := v.decode(d); err != nil {\n%s\n}", ft.GoName, decErr)
 			assign = "v"
 			appendSt = fallible(field + ".AppendAMQP(b)")
+			kindDoc = f.Type
 			if mandatory {
 				appendSt = missingEnc + appendSt
 			} else {
 				present = field + " != nil"
 				absent = field + " = nil"
+				kindDoc += "; nil when absent"
 			}
-			kindDoc = f.Type
 			break
 		}
 		base, err := resolve(f.Type, 0)
@@ -764,11 +766,12 @@ func buildField(t *typeEntry, i int, types map[string]*typeEntry, providers map[
 			readSt = fmt.Sprintf("v, err := readSymbols[%s](d)\nif err != nil {\n%s\n}", valType, decErr)
 			assign = "v"
 			appendSt = fallible("appendSymbols(b, " + field + ")")
+			kindDoc += ", multiple (decoded from a single value or an array, encoded as an array)"
 			if !mandatory {
 				present = field + " != nil"
 				absent = field + " = nil"
+				kindDoc += "; nil when absent"
 			}
-			kindDoc += ", multiple: a single value or an array; encoded as an array"
 			break
 		}
 		readSt = fmt.Sprintf("v, err := d.%s()\nif err != nil {\n%s\n}", pi.Read, decErr)
@@ -824,6 +827,7 @@ func buildField(t *typeEntry, i int, types map[string]*typeEntry, providers map[
 			appendSt = app(field + ".Value")
 			present = field + ".Present"
 			absent = fmt.Sprintf("%s = Optional[%s]{}", field, valType)
+			kindDoc += "; not Present when absent"
 		case pi.Shape == shapeVariable && base == "binary":
 			goType = valType
 			assign = assignConv
@@ -849,10 +853,8 @@ func buildField(t *typeEntry, i int, types map[string]*typeEntry, providers map[
 	}
 
 	if mandatory {
-		kindDoc += ", mandatory"
+		kindDoc += ", mandatory (decoding fails without it)"
 		absent = missingDec
-	} else if f.Default == "" && !strings.Contains(kindDoc, "absent") {
-		kindDoc += ", optional"
 	}
 	bf.GoType = goType
 	bf.Doc = fmt.Sprintf("%s is field %d, %s: %s.", bf.GoName, i, f.Name, kindDoc)

@@ -198,7 +198,7 @@ type {{.GoName}} struct {
 {{- end}}
 }
 
-// New{{.GoName}} returns a {{.GoName}} with the XML defaults of its fields set.
+// New{{.GoName}} returns a new {{.GoName}} with the XML defaults of its fields set.
 func New{{.GoName}}() *{{.GoName}} {
 	return &{{.GoName}}{ {{- range .Defaults}}
 		{{.}}

@@ -62,7 +62,7 @@ const HeaderSize = 8
 type Header struct {
 	Size       uint32 // the whole frame, header included
 	DataOffset uint8  // in 4-byte words: where the body starts; 2 without an extended header
-	Type       Type
+	Type       Type   // TypeAMQP or TypeSASL
 	Channel    uint16 // the type-specific field; ignored for SASL frames
 }
 
@@ -131,7 +131,9 @@ const (
 // ProtocolHeader is the 8-byte header a peer sends before its frames:
 // "AMQP", protocol id, major, minor, revision.
 type ProtocolHeader struct {
-	ID                     ProtocolID
+	// ID says what follows: AMQP, TLS or SASL.
+	ID ProtocolID
+	// Major, Minor and Revision are the protocol version: 1.0.0.
 	Major, Minor, Revision uint8
 }
 
@@ -171,7 +173,10 @@ type Body = types.DescribedType
 
 // Frame is one decoded frame.
 type Frame struct {
-	Type    Type
+	// Type is TypeAMQP or TypeSASL.
+	Type Type
+	// Channel is the session's channel (0 for connection-level frames
+	// and SASL frames).
 	Channel uint16
 	// Body is the performative or SASL frame; nil for an empty frame,
 	// which peers send as a heartbeat.
@@ -228,6 +233,7 @@ func DecodeBody(t Type, body []byte) (Body, []byte, error) {
 type Reader struct {
 	br           *bufio.Reader
 	maxFrameSize uint32
+	hdr          [HeaderSize]byte
 }
 
 // NewReader returns a Reader that refuses frames larger than maxFrameSize
@@ -255,6 +261,7 @@ func (r *Reader) ReadProtocolHeader() (ProtocolHeader, error) {
 
 // RawFrame is a frame whose body has not been decoded.
 type RawFrame struct {
+	// Header is the frame's fixed header.
 	Header Header
 	// Body is the frame body after any extended header; empty for an
 	// empty frame. It is freshly allocated for every frame.
@@ -267,11 +274,10 @@ type RawFrame struct {
 // connection that ends between frames reads as io.EOF, within one as
 // io.ErrUnexpectedEOF.
 func (r *Reader) ReadRawFrame() (RawFrame, error) {
-	var hb [HeaderSize]byte
-	if _, err := io.ReadFull(r.br, hb[:]); err != nil {
+	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
 		return RawFrame{}, err
 	}
-	h, err := ParseHeader(hb)
+	h, err := ParseHeader(r.hdr)
 	if err != nil {
 		return RawFrame{Header: h}, err
 	}

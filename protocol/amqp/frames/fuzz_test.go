@@ -21,7 +21,7 @@ func FuzzFrameDecode(f *testing.F) {
 	f.Add(cat(goldenOpen, []byte{0, 0, 0, 8, 2, 0, 0, 0}, goldenTransfer))
 	f.Add([]byte{0x80, 0, 0, 0, 2, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := frames.NewReader(bufio.NewReader(bytes.NewReader(b)), 1<<16)
+		r := frames.NewReader(bufio.NewReaderSize(bytes.NewReader(b), 64), 1<<16)
 		for range 64 {
 			fr, err := r.ReadFrame()
 			if err != nil {
@@ -34,7 +34,7 @@ func FuzzFrameDecode(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-encoding %#v: %v", fr, err)
 			}
-			fr2, err := frames.NewReader(bufio.NewReader(bytes.NewReader(enc)), 1<<24).ReadFrame()
+			fr2, err := frames.NewReader(bufio.NewReaderSize(bytes.NewReader(enc), 64), 1<<24).ReadFrame()
 			if err != nil {
 				t.Fatalf("decoding the re-encoding % x: %v", enc, err)
 			}

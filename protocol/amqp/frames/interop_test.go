@@ -401,11 +401,11 @@ func TestInteropGoAMQP(t *testing.T) {
 		t.Errorf("application-properties %v", in.ApplicationProperties)
 	}
 	for k, want := range wantApp {
-		if got, ok := types.Map(in.ApplicationProperties).Get(k); !ok || got != want {
+		if got, ok := in.ApplicationProperties.Get(k); !ok || got != want {
 			t.Errorf("application-properties[%q] = %#v (%T), want %#v (%T)", k, got, got, want, want)
 		}
 	}
-	if v, _ := types.Map(in.MessageAnnotations).Get(types.Symbol("x-opt-a")); v != "ann" {
+	if v, _ := in.MessageAnnotations.Get(types.Symbol("x-opt-a")); v != "ann" {
 		t.Errorf("message-annotations %v", in.MessageAnnotations)
 	}
 	if len(in.Data) != 1 || !bytes.Equal(in.Data[0], data) {

@@ -58,7 +58,7 @@ type DecodeError struct {
 	Type   string // AMQP type name, such as "attach", "map" or "uint"
 	Field  string // field name within Type, if the failure is in a field
 	Offset int    // byte offset in the input where Type (or Field) starts
-	Err    error
+	Err    error  // the cause: an ErrorKind or a nested *DecodeError
 }
 
 // Error returns the failure path, such as
@@ -95,7 +95,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 type EncodeError struct {
 	Type  string // AMQP type name
 	Field string // field name within Type, if any
-	Err   error
+	Err   error  // the cause: an ErrorKind or a nested *EncodeError
 }
 
 // Error returns the failure path, such as

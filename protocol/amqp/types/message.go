@@ -12,15 +12,25 @@ import (
 //
 // Decoded Data sections alias the payload.
 type Message struct {
-	Header                *Header
-	DeliveryAnnotations   DeliveryAnnotations
-	MessageAnnotations    MessageAnnotations
-	Properties            *Properties
+	// Header is the header section: durability, priority, ttl, ...
+	Header *Header
+	// DeliveryAnnotations are annotations for the next hop only.
+	DeliveryAnnotations DeliveryAnnotations
+	// MessageAnnotations are annotations that travel with the message.
+	MessageAnnotations MessageAnnotations
+	// Properties is the properties section: message-id, to, subject, ...
+	Properties *Properties
+	// ApplicationProperties are the application's typed properties (the
+	// JMS properties), keyed by string.
 	ApplicationProperties ApplicationProperties
-	Data                  []Data
-	Sequence              []AMQPSequence
-	Value                 *AMQPValue
-	Footer                Footer
+	// Data is a body of one or more data sections.
+	Data []Data
+	// Sequence is a body of one or more amqp-sequence sections.
+	Sequence []AMQPSequence
+	// Value is a body of one amqp-value section.
+	Value *AMQPValue
+	// Footer is the footer section: annotations such as hashes.
+	Footer Footer
 }
 
 // BodyKind says which kind of body section a message has.
@@ -98,7 +108,9 @@ func sectionRank(code uint64) (rank int, name string, ok bool) {
 // SectionSpan locates one encoded section in a payload: payload[Start:End]
 // is the section with its descriptor.
 type SectionSpan struct {
-	Code       uint64 // descriptor code, such as PropertiesDescriptorCode
+	// Code is the section's descriptor code, such as PropertiesDescriptorCode.
+	Code uint64
+	// Start and End are the section's offsets in the payload.
 	Start, End int
 }
 
@@ -253,6 +265,22 @@ func (m *Message) AppendAMQP(b []byte) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Get returns the value of the first annotation with the given key
+// (normally a Symbol) and whether there is one.
+func (m DeliveryAnnotations) Get(key any) (any, bool) { return Map(m).Get(key) }
+
+// Get returns the value of the first annotation with the given key
+// (normally a Symbol) and whether there is one.
+func (m MessageAnnotations) Get(key any) (any, bool) { return Map(m).Get(key) }
+
+// Get returns the value of the first property with the given key and
+// whether there is one.
+func (m ApplicationProperties) Get(key string) (any, bool) { return Map(m).Get(key) }
+
+// Get returns the value of the first footer entry with the given key and
+// whether there is one.
+func (m Footer) Get(key any) (any, bool) { return Map(m).Get(key) }
 
 // Error returns the condition and description of e, so that an *Error
 // can be returned as a Go error.

@@ -54,7 +54,9 @@ type Decimal128 [16]byte
 
 // MapEntry is one key/value pair of a [Map].
 type MapEntry struct {
-	Key   any
+	// Key is the entry's key, a generic value.
+	Key any
+	// Value is the entry's value, a generic value.
 	Value any
 }
 
@@ -89,14 +91,18 @@ type Array []any
 // a Symbol. [FromDescribed] turns a Described of a known type into its Go
 // type.
 type Described struct {
+	// Descriptor identifies the type: a uint64 code or a Symbol name.
 	Descriptor any
-	Value      any
+	// Value is the described value, a generic value.
+	Value any
 }
 
 // Optional is a field that may be absent and whose zero value is a valid
 // value, such as the handle of a flow.
 type Optional[T any] struct {
-	Value   T
+	// Value is the value; meaningful only when Present.
+	Value T
+	// Present tells whether the field was there.
 	Present bool
 }
 

@@ -1313,7 +1313,7 @@ const (
 //	    <field name="properties" type="fields"/>
 //	</type>
 type Open struct {
-	// ContainerID is field 0, container-id: string, mandatory.
+	// ContainerID is field 0, container-id: string, mandatory (decoding fails without it).
 	ContainerID string
 	// Hostname is field 1, hostname: string; "" when absent.
 	Hostname string
@@ -1321,21 +1321,21 @@ type Open struct {
 	MaxFrameSize uint32
 	// ChannelMax is field 3, channel-max: ushort, default 65535 (filled in when absent; encoded as absent when equal).
 	ChannelMax uint16
-	// IdleTimeOut is field 4, idle-time-out: milliseconds, optional.
+	// IdleTimeOut is field 4, idle-time-out: milliseconds; not Present when absent.
 	IdleTimeOut Optional[Milliseconds]
-	// OutgoingLocales is field 5, outgoing-locales: ietf-language-tag, multiple: a single value or an array; encoded as an array, optional.
+	// OutgoingLocales is field 5, outgoing-locales: ietf-language-tag, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	OutgoingLocales []IETFLanguageTag
-	// IncomingLocales is field 6, incoming-locales: ietf-language-tag, multiple: a single value or an array; encoded as an array, optional.
+	// IncomingLocales is field 6, incoming-locales: ietf-language-tag, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	IncomingLocales []IETFLanguageTag
-	// OfferedCapabilities is field 7, offered-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// OfferedCapabilities is field 7, offered-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	OfferedCapabilities []Symbol
-	// DesiredCapabilities is field 8, desired-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// DesiredCapabilities is field 8, desired-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	DesiredCapabilities []Symbol
 	// Properties is field 9, properties: fields; nil when absent.
 	Properties Fields
 }
 
-// NewOpen returns a Open with the XML defaults of its fields set.
+// NewOpen returns a new Open with the XML defaults of its fields set.
 func NewOpen() *Open {
 	return &Open{
 		MaxFrameSize: 4294967295,
@@ -1619,25 +1619,25 @@ func (x *Open) decodeBody(d *decoder) error {
 //	    <field name="properties" type="fields"/>
 //	</type>
 type Begin struct {
-	// RemoteChannel is field 0, remote-channel: ushort, optional.
+	// RemoteChannel is field 0, remote-channel: ushort; not Present when absent.
 	RemoteChannel Optional[uint16]
-	// NextOutgoingID is field 1, next-outgoing-id: transfer-number, mandatory.
+	// NextOutgoingID is field 1, next-outgoing-id: transfer-number, mandatory (decoding fails without it).
 	NextOutgoingID TransferNumber
-	// IncomingWindow is field 2, incoming-window: uint, mandatory.
+	// IncomingWindow is field 2, incoming-window: uint, mandatory (decoding fails without it).
 	IncomingWindow uint32
-	// OutgoingWindow is field 3, outgoing-window: uint, mandatory.
+	// OutgoingWindow is field 3, outgoing-window: uint, mandatory (decoding fails without it).
 	OutgoingWindow uint32
 	// HandleMax is field 4, handle-max: handle, default 4294967295 (filled in when absent; encoded as absent when equal).
 	HandleMax Handle
-	// OfferedCapabilities is field 5, offered-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// OfferedCapabilities is field 5, offered-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	OfferedCapabilities []Symbol
-	// DesiredCapabilities is field 6, desired-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// DesiredCapabilities is field 6, desired-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	DesiredCapabilities []Symbol
 	// Properties is field 7, properties: fields; nil when absent.
 	Properties Fields
 }
 
-// NewBegin returns a Begin with the XML defaults of its fields set.
+// NewBegin returns a new Begin with the XML defaults of its fields set.
 func NewBegin() *Begin {
 	return &Begin{
 		HandleMax: 4294967295,
@@ -1870,37 +1870,37 @@ func (x *Begin) decodeBody(d *decoder) error {
 //	    <field name="properties" type="fields"/>
 //	</type>
 type Attach struct {
-	// Name is field 0, name: string, mandatory.
+	// Name is field 0, name: string, mandatory (decoding fails without it).
 	Name string
-	// Handle is field 1, handle: handle, mandatory.
+	// Handle is field 1, handle: handle, mandatory (decoding fails without it).
 	Handle Handle
-	// Role is field 2, role: role, mandatory.
+	// Role is field 2, role: role, mandatory (decoding fails without it).
 	Role Role
 	// SndSettleMode is field 3, snd-settle-mode: sender-settle-mode, default mixed (filled in when absent; encoded as absent when equal).
 	SndSettleMode SenderSettleMode
 	// RcvSettleMode is field 4, rcv-settle-mode: receiver-settle-mode, default first (filled in when absent; encoded as absent when equal).
 	RcvSettleMode ReceiverSettleMode
-	// Source is field 5, source: * requiring source, which only source provides, optional.
+	// Source is field 5, source: * requiring source, which only source provides; nil when absent.
 	Source *Source
-	// Target is field 6, target: * requiring target: one of target, coordinator, optional.
+	// Target is field 6, target: * requiring target: one of target, coordinator; nil when absent.
 	Target TargetArchetype
 	// Unsettled is field 7, unsettled: map; nil when absent.
 	Unsettled Map
 	// IncompleteUnsettled is field 8, incomplete-unsettled: boolean, default false (filled in when absent; encoded as absent when equal).
 	IncompleteUnsettled bool
-	// InitialDeliveryCount is field 9, initial-delivery-count: sequence-no, optional.
+	// InitialDeliveryCount is field 9, initial-delivery-count: sequence-no; not Present when absent.
 	InitialDeliveryCount Optional[SequenceNo]
-	// MaxMessageSize is field 10, max-message-size: ulong, optional.
+	// MaxMessageSize is field 10, max-message-size: ulong; not Present when absent.
 	MaxMessageSize Optional[uint64]
-	// OfferedCapabilities is field 11, offered-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// OfferedCapabilities is field 11, offered-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	OfferedCapabilities []Symbol
-	// DesiredCapabilities is field 12, desired-capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// DesiredCapabilities is field 12, desired-capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	DesiredCapabilities []Symbol
 	// Properties is field 13, properties: fields; nil when absent.
 	Properties Fields
 }
 
-// NewAttach returns a Attach with the XML defaults of its fields set.
+// NewAttach returns a new Attach with the XML defaults of its fields set.
 func NewAttach() *Attach {
 	return &Attach{
 		SndSettleMode:       SenderSettleModeMixed,
@@ -2260,21 +2260,21 @@ func (x *Attach) decodeBody(d *decoder) error {
 //	    <field name="properties" type="fields"/>
 //	</type>
 type Flow struct {
-	// NextIncomingID is field 0, next-incoming-id: transfer-number, optional.
+	// NextIncomingID is field 0, next-incoming-id: transfer-number; not Present when absent.
 	NextIncomingID Optional[TransferNumber]
-	// IncomingWindow is field 1, incoming-window: uint, mandatory.
+	// IncomingWindow is field 1, incoming-window: uint, mandatory (decoding fails without it).
 	IncomingWindow uint32
-	// NextOutgoingID is field 2, next-outgoing-id: transfer-number, mandatory.
+	// NextOutgoingID is field 2, next-outgoing-id: transfer-number, mandatory (decoding fails without it).
 	NextOutgoingID TransferNumber
-	// OutgoingWindow is field 3, outgoing-window: uint, mandatory.
+	// OutgoingWindow is field 3, outgoing-window: uint, mandatory (decoding fails without it).
 	OutgoingWindow uint32
-	// Handle is field 4, handle: handle, optional.
+	// Handle is field 4, handle: handle; not Present when absent.
 	Handle Optional[Handle]
-	// DeliveryCount is field 5, delivery-count: sequence-no, optional.
+	// DeliveryCount is field 5, delivery-count: sequence-no; not Present when absent.
 	DeliveryCount Optional[SequenceNo]
-	// LinkCredit is field 6, link-credit: uint, optional.
+	// LinkCredit is field 6, link-credit: uint; not Present when absent.
 	LinkCredit Optional[uint32]
-	// Available is field 7, available: uint, optional.
+	// Available is field 7, available: uint; not Present when absent.
 	Available Optional[uint32]
 	// Drain is field 8, drain: boolean, default false (filled in when absent; encoded as absent when equal).
 	Drain bool
@@ -2284,7 +2284,7 @@ type Flow struct {
 	Properties Fields
 }
 
-// NewFlow returns a Flow with the XML defaults of its fields set.
+// NewFlow returns a new Flow with the XML defaults of its fields set.
 func NewFlow() *Flow {
 	return &Flow{
 		Drain: false,
@@ -2571,21 +2571,21 @@ func (x *Flow) decodeBody(d *decoder) error {
 //	    <field name="batchable" type="boolean" default="false"/>
 //	</type>
 type Transfer struct {
-	// Handle is field 0, handle: handle, mandatory.
+	// Handle is field 0, handle: handle, mandatory (decoding fails without it).
 	Handle Handle
-	// DeliveryID is field 1, delivery-id: delivery-number, optional.
+	// DeliveryID is field 1, delivery-id: delivery-number; not Present when absent.
 	DeliveryID Optional[DeliveryNumber]
 	// DeliveryTag is field 2, delivery-tag: delivery-tag; nil when absent.
 	DeliveryTag DeliveryTag
-	// MessageFormat is field 3, message-format: message-format, optional.
+	// MessageFormat is field 3, message-format: message-format; not Present when absent.
 	MessageFormat Optional[MessageFormat]
-	// Settled is field 4, settled: boolean, optional.
+	// Settled is field 4, settled: boolean; not Present when absent.
 	Settled Optional[bool]
 	// More is field 5, more: boolean, default false (filled in when absent; encoded as absent when equal).
 	More bool
-	// RcvSettleMode is field 6, rcv-settle-mode: receiver-settle-mode, optional.
+	// RcvSettleMode is field 6, rcv-settle-mode: receiver-settle-mode; not Present when absent.
 	RcvSettleMode Optional[ReceiverSettleMode]
-	// State is field 7, state: * requiring delivery-state: one of received, accepted, rejected, released, modified, declared, transactional-state, optional.
+	// State is field 7, state: * requiring delivery-state: one of received, accepted, rejected, released, modified, declared, transactional-state; nil when absent.
 	State DeliveryState
 	// Resume is field 8, resume: boolean, default false (filled in when absent; encoded as absent when equal).
 	Resume bool
@@ -2595,7 +2595,7 @@ type Transfer struct {
 	Batchable bool
 }
 
-// NewTransfer returns a Transfer with the XML defaults of its fields set.
+// NewTransfer returns a new Transfer with the XML defaults of its fields set.
 func NewTransfer() *Transfer {
 	return &Transfer{
 		More:      false,
@@ -2889,21 +2889,21 @@ func (x *Transfer) decodeBody(d *decoder) error {
 //	    <field name="batchable" type="boolean" default="false"/>
 //	</type>
 type Disposition struct {
-	// Role is field 0, role: role, mandatory.
+	// Role is field 0, role: role, mandatory (decoding fails without it).
 	Role Role
-	// First is field 1, first: delivery-number, mandatory.
+	// First is field 1, first: delivery-number, mandatory (decoding fails without it).
 	First DeliveryNumber
-	// Last is field 2, last: delivery-number, optional.
+	// Last is field 2, last: delivery-number; not Present when absent.
 	Last Optional[DeliveryNumber]
 	// Settled is field 3, settled: boolean, default false (filled in when absent; encoded as absent when equal).
 	Settled bool
-	// State is field 4, state: * requiring delivery-state: one of received, accepted, rejected, released, modified, declared, transactional-state, optional.
+	// State is field 4, state: * requiring delivery-state: one of received, accepted, rejected, released, modified, declared, transactional-state; nil when absent.
 	State DeliveryState
 	// Batchable is field 5, batchable: boolean, default false (filled in when absent; encoded as absent when equal).
 	Batchable bool
 }
 
-// NewDisposition returns a Disposition with the XML defaults of its fields set.
+// NewDisposition returns a new Disposition with the XML defaults of its fields set.
 func NewDisposition() *Disposition {
 	return &Disposition{
 		Settled:   false,
@@ -3086,15 +3086,15 @@ func (x *Disposition) decodeBody(d *decoder) error {
 //	    <field name="error" type="error"/>
 //	</type>
 type Detach struct {
-	// Handle is field 0, handle: handle, mandatory.
+	// Handle is field 0, handle: handle, mandatory (decoding fails without it).
 	Handle Handle
 	// Closed is field 1, closed: boolean, default false (filled in when absent; encoded as absent when equal).
 	Closed bool
-	// Error is field 2, error: error, optional.
+	// Error is field 2, error: error; nil when absent.
 	Error *Error
 }
 
-// NewDetach returns a Detach with the XML defaults of its fields set.
+// NewDetach returns a new Detach with the XML defaults of its fields set.
 func NewDetach() *Detach {
 	return &Detach{
 		Closed: false,
@@ -3218,11 +3218,11 @@ func (x *Detach) decodeBody(d *decoder) error {
 //	    <field name="error" type="error"/>
 //	</type>
 type End struct {
-	// Error is field 0, error: error, optional.
+	// Error is field 0, error: error; nil when absent.
 	Error *Error
 }
 
-// NewEnd returns a End with the XML defaults of its fields set.
+// NewEnd returns a new End with the XML defaults of its fields set.
 func NewEnd() *End {
 	return &End{}
 }
@@ -3308,11 +3308,11 @@ func (x *End) decodeBody(d *decoder) error {
 //	    <field name="error" type="error"/>
 //	</type>
 type Close struct {
-	// Error is field 0, error: error, optional.
+	// Error is field 0, error: error; nil when absent.
 	Error *Error
 }
 
-// NewClose returns a Close with the XML defaults of its fields set.
+// NewClose returns a new Close with the XML defaults of its fields set.
 func NewClose() *Close {
 	return &Close{}
 }
@@ -3400,7 +3400,7 @@ func (x *Close) decodeBody(d *decoder) error {
 //	    <field name="info" type="fields"/>
 //	</type>
 type Error struct {
-	// Condition is field 0, condition: symbol requiring error-condition, mandatory.
+	// Condition is field 0, condition: symbol requiring error-condition, mandatory (decoding fails without it).
 	Condition ErrorCondition
 	// Description is field 1, description: string; "" when absent.
 	Description string
@@ -3408,7 +3408,7 @@ type Error struct {
 	Info Fields
 }
 
-// NewError returns a Error with the XML defaults of its fields set.
+// NewError returns a new Error with the XML defaults of its fields set.
 func NewError() *Error {
 	return &Error{}
 }
@@ -3536,19 +3536,19 @@ func (x *Error) decodeBody(d *decoder) error {
 //	    <field name="delivery-count" type="uint"/>
 //	</type>
 type Header struct {
-	// Durable is field 0, durable: boolean, optional.
+	// Durable is field 0, durable: boolean; not Present when absent.
 	Durable Optional[bool]
-	// Priority is field 1, priority: ubyte, optional.
+	// Priority is field 1, priority: ubyte; not Present when absent.
 	Priority Optional[uint8]
-	// TTL is field 2, ttl: milliseconds, optional.
+	// TTL is field 2, ttl: milliseconds; not Present when absent.
 	TTL Optional[Milliseconds]
-	// FirstAcquirer is field 3, first-acquirer: boolean, optional.
+	// FirstAcquirer is field 3, first-acquirer: boolean; not Present when absent.
 	FirstAcquirer Optional[bool]
-	// DeliveryCount is field 4, delivery-count: uint, optional.
+	// DeliveryCount is field 4, delivery-count: uint; not Present when absent.
 	DeliveryCount Optional[uint32]
 }
 
-// NewHeader returns a Header with the XML defaults of its fields set.
+// NewHeader returns a new Header with the XML defaults of its fields set.
 func NewHeader() *Header {
 	return &Header{}
 }
@@ -3833,35 +3833,35 @@ func (x *MessageAnnotations) decodeBody(d *decoder) error {
 //	    <field name="reply-to-group-id" type="string"/>
 //	</type>
 type Properties struct {
-	// MessageID is field 0, message-id: * requiring message-id (message-id-ulong, message-id-uuid, message-id-binary, message-id-string), as a generic value, optional.
+	// MessageID is field 0, message-id: * requiring message-id (message-id-ulong, message-id-uuid, message-id-binary, message-id-string), as a generic value; nil when absent.
 	MessageID any
 	// UserID is field 1, user-id: binary; nil when absent.
 	UserID []byte
-	// To is field 2, to: * requiring address (address-string), as a generic value, optional.
+	// To is field 2, to: * requiring address (address-string), as a generic value; nil when absent.
 	To any
 	// Subject is field 3, subject: string; "" when absent.
 	Subject string
-	// ReplyTo is field 4, reply-to: * requiring address (address-string), as a generic value, optional.
+	// ReplyTo is field 4, reply-to: * requiring address (address-string), as a generic value; nil when absent.
 	ReplyTo any
-	// CorrelationID is field 5, correlation-id: * requiring message-id (message-id-ulong, message-id-uuid, message-id-binary, message-id-string), as a generic value, optional.
+	// CorrelationID is field 5, correlation-id: * requiring message-id (message-id-ulong, message-id-uuid, message-id-binary, message-id-string), as a generic value; nil when absent.
 	CorrelationID any
 	// ContentType is field 6, content-type: symbol; "" when absent.
 	ContentType Symbol
 	// ContentEncoding is field 7, content-encoding: symbol; "" when absent.
 	ContentEncoding Symbol
-	// AbsoluteExpiryTime is field 8, absolute-expiry-time: timestamp, optional.
+	// AbsoluteExpiryTime is field 8, absolute-expiry-time: timestamp; not Present when absent.
 	AbsoluteExpiryTime Optional[Timestamp]
-	// CreationTime is field 9, creation-time: timestamp, optional.
+	// CreationTime is field 9, creation-time: timestamp; not Present when absent.
 	CreationTime Optional[Timestamp]
 	// GroupID is field 10, group-id: string; "" when absent.
 	GroupID string
-	// GroupSequence is field 11, group-sequence: sequence-no, optional.
+	// GroupSequence is field 11, group-sequence: sequence-no; not Present when absent.
 	GroupSequence Optional[SequenceNo]
 	// ReplyToGroupID is field 12, reply-to-group-id: string; "" when absent.
 	ReplyToGroupID string
 }
 
-// NewProperties returns a Properties with the XML defaults of its fields set.
+// NewProperties returns a new Properties with the XML defaults of its fields set.
 func NewProperties() *Properties {
 	return &Properties{}
 }
@@ -4484,13 +4484,13 @@ func (x *Footer) decodeBody(d *decoder) error {
 //	    <field name="section-offset" type="ulong" mandatory="true"/>
 //	</type>
 type Received struct {
-	// SectionNumber is field 0, section-number: uint, mandatory.
+	// SectionNumber is field 0, section-number: uint, mandatory (decoding fails without it).
 	SectionNumber uint32
-	// SectionOffset is field 1, section-offset: ulong, mandatory.
+	// SectionOffset is field 1, section-offset: ulong, mandatory (decoding fails without it).
 	SectionOffset uint64
 }
 
-// NewReceived returns a Received with the XML defaults of its fields set.
+// NewReceived returns a new Received with the XML defaults of its fields set.
 func NewReceived() *Received {
 	return &Received{}
 }
@@ -4586,7 +4586,7 @@ func (x *Received) decodeBody(d *decoder) error {
 type Accepted struct {
 }
 
-// NewAccepted returns a Accepted with the XML defaults of its fields set.
+// NewAccepted returns a new Accepted with the XML defaults of its fields set.
 func NewAccepted() *Accepted {
 	return &Accepted{}
 }
@@ -4650,11 +4650,11 @@ func (x *Accepted) decodeBody(d *decoder) error {
 //	    <field name="error" type="error"/>
 //	</type>
 type Rejected struct {
-	// Error is field 0, error: error, optional.
+	// Error is field 0, error: error; nil when absent.
 	Error *Error
 }
 
-// NewRejected returns a Rejected with the XML defaults of its fields set.
+// NewRejected returns a new Rejected with the XML defaults of its fields set.
 func NewRejected() *Rejected {
 	return &Rejected{}
 }
@@ -4743,7 +4743,7 @@ func (x *Rejected) decodeBody(d *decoder) error {
 type Released struct {
 }
 
-// NewReleased returns a Released with the XML defaults of its fields set.
+// NewReleased returns a new Released with the XML defaults of its fields set.
 func NewReleased() *Released {
 	return &Released{}
 }
@@ -4809,15 +4809,15 @@ func (x *Released) decodeBody(d *decoder) error {
 //	    <field name="message-annotations" type="fields"/>
 //	</type>
 type Modified struct {
-	// DeliveryFailed is field 0, delivery-failed: boolean, optional.
+	// DeliveryFailed is field 0, delivery-failed: boolean; not Present when absent.
 	DeliveryFailed Optional[bool]
-	// UndeliverableHere is field 1, undeliverable-here: boolean, optional.
+	// UndeliverableHere is field 1, undeliverable-here: boolean; not Present when absent.
 	UndeliverableHere Optional[bool]
 	// MessageAnnotations is field 2, message-annotations: fields; nil when absent.
 	MessageAnnotations Fields
 }
 
-// NewModified returns a Modified with the XML defaults of its fields set.
+// NewModified returns a new Modified with the XML defaults of its fields set.
 func NewModified() *Modified {
 	return &Modified{}
 }
@@ -4955,7 +4955,7 @@ func (x *Modified) decodeBody(d *decoder) error {
 //	    <field name="capabilities" type="symbol" multiple="true"/>
 //	</type>
 type Source struct {
-	// Address is field 0, address: * requiring address (address-string), as a generic value, optional.
+	// Address is field 0, address: * requiring address (address-string), as a generic value; nil when absent.
 	Address any
 	// Durable is field 1, durable: terminus-durability, default none (filled in when absent; encoded as absent when equal).
 	Durable TerminusDurability
@@ -4971,15 +4971,15 @@ type Source struct {
 	DistributionMode DistributionMode
 	// Filter is field 7, filter: filter-set; nil when absent.
 	Filter FilterSet
-	// DefaultOutcome is field 8, default-outcome: * requiring outcome: one of accepted, rejected, released, modified, declared, optional.
+	// DefaultOutcome is field 8, default-outcome: * requiring outcome: one of accepted, rejected, released, modified, declared; nil when absent.
 	DefaultOutcome Outcome
-	// Outcomes is field 9, outcomes: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// Outcomes is field 9, outcomes: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	Outcomes []Symbol
-	// Capabilities is field 10, capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// Capabilities is field 10, capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	Capabilities []Symbol
 }
 
-// NewSource returns a Source with the XML defaults of its fields set.
+// NewSource returns a new Source with the XML defaults of its fields set.
 func NewSource() *Source {
 	return &Source{
 		Durable:      TerminusDurabilityNone,
@@ -5288,7 +5288,7 @@ func (x *Source) decodeBody(d *decoder) error {
 //	    <field name="capabilities" type="symbol" multiple="true"/>
 //	</type>
 type Target struct {
-	// Address is field 0, address: * requiring address (address-string), as a generic value, optional.
+	// Address is field 0, address: * requiring address (address-string), as a generic value; nil when absent.
 	Address any
 	// Durable is field 1, durable: terminus-durability, default none (filled in when absent; encoded as absent when equal).
 	Durable TerminusDurability
@@ -5300,11 +5300,11 @@ type Target struct {
 	Dynamic bool
 	// DynamicNodeProperties is field 5, dynamic-node-properties: node-properties; nil when absent.
 	DynamicNodeProperties NodeProperties
-	// Capabilities is field 6, capabilities: symbol, multiple: a single value or an array; encoded as an array, optional.
+	// Capabilities is field 6, capabilities: symbol, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	Capabilities []Symbol
 }
 
-// NewTarget returns a Target with the XML defaults of its fields set.
+// NewTarget returns a new Target with the XML defaults of its fields set.
 func NewTarget() *Target {
 	return &Target{
 		Durable:      TerminusDurabilityNone,
@@ -5522,7 +5522,7 @@ func (x *Target) decodeBody(d *decoder) error {
 type DeleteOnClose struct {
 }
 
-// NewDeleteOnClose returns a DeleteOnClose with the XML defaults of its fields set.
+// NewDeleteOnClose returns a new DeleteOnClose with the XML defaults of its fields set.
 func NewDeleteOnClose() *DeleteOnClose {
 	return &DeleteOnClose{}
 }
@@ -5585,7 +5585,7 @@ func (x *DeleteOnClose) decodeBody(d *decoder) error {
 type DeleteOnNoLinks struct {
 }
 
-// NewDeleteOnNoLinks returns a DeleteOnNoLinks with the XML defaults of its fields set.
+// NewDeleteOnNoLinks returns a new DeleteOnNoLinks with the XML defaults of its fields set.
 func NewDeleteOnNoLinks() *DeleteOnNoLinks {
 	return &DeleteOnNoLinks{}
 }
@@ -5648,7 +5648,7 @@ func (x *DeleteOnNoLinks) decodeBody(d *decoder) error {
 type DeleteOnNoMessages struct {
 }
 
-// NewDeleteOnNoMessages returns a DeleteOnNoMessages with the XML defaults of its fields set.
+// NewDeleteOnNoMessages returns a new DeleteOnNoMessages with the XML defaults of its fields set.
 func NewDeleteOnNoMessages() *DeleteOnNoMessages {
 	return &DeleteOnNoMessages{}
 }
@@ -5711,7 +5711,7 @@ func (x *DeleteOnNoMessages) decodeBody(d *decoder) error {
 type DeleteOnNoLinksOrMessages struct {
 }
 
-// NewDeleteOnNoLinksOrMessages returns a DeleteOnNoLinksOrMessages with the XML defaults of its fields set.
+// NewDeleteOnNoLinksOrMessages returns a new DeleteOnNoLinksOrMessages with the XML defaults of its fields set.
 func NewDeleteOnNoLinksOrMessages() *DeleteOnNoLinksOrMessages {
 	return &DeleteOnNoLinksOrMessages{}
 }
@@ -5773,11 +5773,11 @@ func (x *DeleteOnNoLinksOrMessages) decodeBody(d *decoder) error {
 //	    <field name="sasl-server-mechanisms" type="symbol" mandatory="true" multiple="true"/>
 //	</type>
 type SASLMechanisms struct {
-	// SASLServerMechanisms is field 0, sasl-server-mechanisms: symbol, multiple: a single value or an array; encoded as an array, mandatory.
+	// SASLServerMechanisms is field 0, sasl-server-mechanisms: symbol, multiple (decoded from a single value or an array, encoded as an array), mandatory (decoding fails without it).
 	SASLServerMechanisms []Symbol
 }
 
-// NewSASLMechanisms returns a SASLMechanisms with the XML defaults of its fields set.
+// NewSASLMechanisms returns a new SASLMechanisms with the XML defaults of its fields set.
 func NewSASLMechanisms() *SASLMechanisms {
 	return &SASLMechanisms{}
 }
@@ -5861,7 +5861,7 @@ func (x *SASLMechanisms) decodeBody(d *decoder) error {
 //	    <field name="hostname" type="string"/>
 //	</type>
 type SASLInit struct {
-	// Mechanism is field 0, mechanism: symbol, mandatory.
+	// Mechanism is field 0, mechanism: symbol, mandatory (decoding fails without it).
 	Mechanism Symbol
 	// InitialResponse is field 1, initial-response: binary; nil when absent.
 	InitialResponse []byte
@@ -5869,7 +5869,7 @@ type SASLInit struct {
 	Hostname string
 }
 
-// NewSASLInit returns a SASLInit with the XML defaults of its fields set.
+// NewSASLInit returns a new SASLInit with the XML defaults of its fields set.
 func NewSASLInit() *SASLInit {
 	return &SASLInit{}
 }
@@ -5995,11 +5995,11 @@ func (x *SASLInit) decodeBody(d *decoder) error {
 //	    <field name="challenge" type="binary" mandatory="true"/>
 //	</type>
 type SASLChallenge struct {
-	// Challenge is field 0, challenge: binary, mandatory.
+	// Challenge is field 0, challenge: binary, mandatory (decoding fails without it).
 	Challenge []byte
 }
 
-// NewSASLChallenge returns a SASLChallenge with the XML defaults of its fields set.
+// NewSASLChallenge returns a new SASLChallenge with the XML defaults of its fields set.
 func NewSASLChallenge() *SASLChallenge {
 	return &SASLChallenge{}
 }
@@ -6081,11 +6081,11 @@ func (x *SASLChallenge) decodeBody(d *decoder) error {
 //	    <field name="response" type="binary" mandatory="true"/>
 //	</type>
 type SASLResponse struct {
-	// Response is field 0, response: binary, mandatory.
+	// Response is field 0, response: binary, mandatory (decoding fails without it).
 	Response []byte
 }
 
-// NewSASLResponse returns a SASLResponse with the XML defaults of its fields set.
+// NewSASLResponse returns a new SASLResponse with the XML defaults of its fields set.
 func NewSASLResponse() *SASLResponse {
 	return &SASLResponse{}
 }
@@ -6168,13 +6168,13 @@ func (x *SASLResponse) decodeBody(d *decoder) error {
 //	    <field name="additional-data" type="binary"/>
 //	</type>
 type SASLOutcome struct {
-	// Code is field 0, code: sasl-code, mandatory.
+	// Code is field 0, code: sasl-code, mandatory (decoding fails without it).
 	Code SASLCode
 	// AdditionalData is field 1, additional-data: binary; nil when absent.
 	AdditionalData []byte
 }
 
-// NewSASLOutcome returns a SASLOutcome with the XML defaults of its fields set.
+// NewSASLOutcome returns a new SASLOutcome with the XML defaults of its fields set.
 func NewSASLOutcome() *SASLOutcome {
 	return &SASLOutcome{}
 }
@@ -6276,11 +6276,11 @@ func (x *SASLOutcome) decodeBody(d *decoder) error {
 //	    <field name="capabilities" type="symbol" requires="txn-capability" multiple="true"/>
 //	</type>
 type Coordinator struct {
-	// Capabilities is field 0, capabilities: symbol requiring txn-capability, multiple: a single value or an array; encoded as an array, optional.
+	// Capabilities is field 0, capabilities: symbol requiring txn-capability, multiple (decoded from a single value or an array, encoded as an array); nil when absent.
 	Capabilities []TxnCapability
 }
 
-// NewCoordinator returns a Coordinator with the XML defaults of its fields set.
+// NewCoordinator returns a new Coordinator with the XML defaults of its fields set.
 func NewCoordinator() *Coordinator {
 	return &Coordinator{}
 }
@@ -6366,11 +6366,11 @@ func (x *Coordinator) decodeBody(d *decoder) error {
 //	    <field name="global-id" type="*" requires="global-tx-id"/>
 //	</type>
 type Declare struct {
-	// GlobalID is field 0, global-id: * requiring global-tx-id, which no type of the specification provides, as a generic value, optional.
+	// GlobalID is field 0, global-id: * requiring global-tx-id, which no type of the specification provides, as a generic value; nil when absent.
 	GlobalID any
 }
 
-// NewDeclare returns a Declare with the XML defaults of its fields set.
+// NewDeclare returns a new Declare with the XML defaults of its fields set.
 func NewDeclare() *Declare {
 	return &Declare{}
 }
@@ -6455,13 +6455,13 @@ func (x *Declare) decodeBody(d *decoder) error {
 //	    <field name="fail" type="boolean"/>
 //	</type>
 type Discharge struct {
-	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory.
+	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory (decoding fails without it).
 	TxnID any
-	// Fail is field 1, fail: boolean, optional.
+	// Fail is field 1, fail: boolean; not Present when absent.
 	Fail Optional[bool]
 }
 
-// NewDischarge returns a Discharge with the XML defaults of its fields set.
+// NewDischarge returns a new Discharge with the XML defaults of its fields set.
 func NewDischarge() *Discharge {
 	return &Discharge{}
 }
@@ -6564,11 +6564,11 @@ func (x *Discharge) decodeBody(d *decoder) error {
 //	    <field name="txn-id" type="*" requires="txn-id" mandatory="true"/>
 //	</type>
 type Declared struct {
-	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory.
+	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory (decoding fails without it).
 	TxnID any
 }
 
-// NewDeclared returns a Declared with the XML defaults of its fields set.
+// NewDeclared returns a new Declared with the XML defaults of its fields set.
 func NewDeclared() *Declared {
 	return &Declared{}
 }
@@ -6656,13 +6656,13 @@ func (x *Declared) decodeBody(d *decoder) error {
 //	    <field name="outcome" type="*" requires="outcome"/>
 //	</type>
 type TransactionalState struct {
-	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory.
+	// TxnID is field 0, txn-id: * requiring txn-id (transaction-id), as a generic value, mandatory (decoding fails without it).
 	TxnID any
-	// Outcome is field 1, outcome: * requiring outcome: one of accepted, rejected, released, modified, declared, optional.
+	// Outcome is field 1, outcome: * requiring outcome: one of accepted, rejected, released, modified, declared; nil when absent.
 	Outcome Outcome
 }
 
-// NewTransactionalState returns a TransactionalState with the XML defaults of its fields set.
+// NewTransactionalState returns a new TransactionalState with the XML defaults of its fields set.
 func NewTransactionalState() *TransactionalState {
 	return &TransactionalState{}
 }
