@@ -142,3 +142,36 @@ func TestExampleFileUnknownKeys(t *testing.T) {
 		})
 	}
 }
+
+// docFile is the configuration reference.
+const docFile = "../../docs/configuration.md"
+
+// Every toml example of the reference is a complete, valid file, and the
+// reference names every key.
+func TestConfigurationDoc(t *testing.T) {
+	text, err := os.ReadFile(docFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(text)
+	blocks := regexp.MustCompile("(?s)```toml\n(.*?)```").FindAllStringSubmatch(doc, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("%s has %d toml examples, want at least 4", docFile, len(blocks))
+	}
+	for i, b := range blocks {
+		cfg, err := Load(writeFile(t, b[1]))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Errorf("%s: toml example %d: %v\n%s", docFile, i+1, err, b[1])
+		}
+	}
+	keys := tomlKeys(reflect.TypeFor[Config](), nil, "destination")
+	keys = append(keys, tomlKeys(reflect.TypeFor[Destination](), nil, "")...)
+	for _, k := range keys {
+		if !strings.Contains(doc, "`"+k[len(k)-1]+"`") {
+			t.Errorf("%s does not document `%s`", docFile, strings.Join(k, "."))
+		}
+	}
+}
