@@ -407,8 +407,10 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 		return err
 	}
 	if d.q != nil {
-		if err := d.q.reserve(int64(m.Size()), b.policyFor(d.dest)); err != nil {
-			return err
+		if pol := b.policyFor(d.dest); pol.MaxMessages > 0 || pol.MaxBytes > 0 {
+			if err := d.q.reserve(int64(m.Size()), pol); err != nil {
+				return err
+			}
 		}
 	}
 	refs, err := b.route(d, m)
@@ -431,7 +433,7 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
 	seq := b.seq.Add(1)
 	if d.q != nil {
-		r := &ref{msg: m, seq: seq, q: d.q, deliverAt: m.DeliveryTime}
+		r := &ref{msg: m, seq: seq, q: d.q, deliverAt: deliverAt(m), size: int32(m.Size())}
 		if d.q.bucket != "" && m.DeliveryMode == message.Persistent {
 			r.rec = &stored{key: seq}
 			r.rec.refs.Store(1)
@@ -439,6 +441,14 @@ func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
 		return []*ref{r}, nil
 	}
 	return d.t.publish(b, m, seq), nil
+}
+
+// deliverAt is when a new message becomes visible; 0 means at once.
+func deliverAt(m *message.Message) int64 {
+	if m.DeliveryTime > m.Timestamp {
+		return m.DeliveryTime
+	}
+	return 0
 }
 
 // enqueue hands routed refs to their queues.
@@ -525,12 +535,12 @@ func (b *Broker) reject(ctx context.Context, refs []*ref, reason string) {
 			r.state = refGone
 			q.inflight--
 			q.count--
-			q.bytes -= int64(r.msg.Size())
+			q.bytes -= int64(r.size)
 			q.stats.Undelivered++
 			taken = append(taken, r)
 		}
 		q.quotaCond.Broadcast()
-		expired := q.dispatchLocked(b.nowMillis())
+		expired := q.dispatchLocked()
 		q.mu.Unlock()
 		b.expireRefs(q, expired)
 		b.deadLetter(ctx, q, taken, reason)
@@ -592,7 +602,7 @@ func (b *Broker) expireRefs(q *queue, refs []*ref) {
 	}
 	var bytes int64
 	for _, r := range refs {
-		bytes += int64(r.msg.Size())
+		bytes += int64(r.size)
 	}
 	q.forgetExpired(len(refs), bytes)
 	pol := q.policy()

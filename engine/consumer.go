@@ -189,7 +189,7 @@ func (c *Consumer) giveBack() {
 	c.owed = 0
 	c.q.mu.Lock()
 	c.credit += n
-	expired := c.q.dispatchLocked(c.q.b.nowMillis())
+	expired := c.q.dispatchLocked()
 	c.q.mu.Unlock()
 	c.q.b.expireRefs(c.q, expired)
 }

@@ -279,7 +279,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			}
 			rec.refs.Add(1)
 			count := int32(binary.BigEndian.Uint32(v[:4]))
-			refs = append(refs, &ref{msg: m, rec: rec, seq: seq, q: q, count: count, marked: count,
+			refs = append(refs, &ref{msg: m, rec: rec, seq: seq, q: q, count: count, marked: count, size: int32(m.Size()),
 				deliverAt: int64(binary.BigEndian.Uint64(v[4:]))})
 			return nil
 		})

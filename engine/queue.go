@@ -52,7 +52,7 @@ func (q *queue) policy() Policy { return q.b.policyFor(q.dest) }
 // add puts new refs into the queue (they are already durable where they need
 // to be) and dispatches.
 func (q *queue) add(refs ...*ref) {
-	now := q.b.nowMillis()
+	var now int64
 	var due []*ref
 	q.mu.Lock()
 	if q.deleted {
@@ -62,8 +62,11 @@ func (q *queue) add(refs ...*ref) {
 	}
 	for _, r := range refs {
 		q.count++
-		q.bytes += int64(r.msg.Size())
+		q.bytes += int64(r.size)
 		q.stats.Enqueued++
+		if r.deliverAt != 0 && now == 0 {
+			now = q.b.nowMillis()
+		}
 		if r.deliverAt > now {
 			r.gen = q.gen
 			r.state = refScheduled
@@ -75,7 +78,7 @@ func (q *queue) add(refs ...*ref) {
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
-	expired := q.dispatchLocked(now)
+	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	for _, r := range due {
 		q.b.sched.add(r.deliverAt, r)
@@ -87,7 +90,6 @@ func (q *queue) add(refs ...*ref) {
 // of them before it dispatches, so that messages due together go out in
 // priority, then arrival order.
 func (q *queue) wake(refs []*ref) {
-	now := q.b.nowMillis()
 	var drop []*ref
 	q.mu.Lock()
 	for _, r := range refs {
@@ -104,7 +106,7 @@ func (q *queue) wake(refs []*ref) {
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
-	expired := q.dispatchLocked(now)
+	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	if len(drop) > 0 {
 		q.b.dropRefs(drop)
@@ -115,9 +117,8 @@ func (q *queue) wake(refs []*ref) {
 // kick dispatches after something changed outside add (a consumer joined,
 // credit came back, a connection started).
 func (q *queue) kick() {
-	now := q.b.nowMillis()
 	q.mu.Lock()
-	expired := q.dispatchLocked(now)
+	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.b.expireRefs(q, expired)
 }
@@ -126,11 +127,12 @@ func (q *queue) kick() {
 // each consumer taking the first ref (by priority, then arrival) that its
 // selector matches. Refs found expired on the way are removed and returned
 // for the caller to handle after unlocking.
-func (q *queue) dispatchLocked(now int64) (expired []*ref) {
+func (q *queue) dispatchLocked() (expired []*ref) {
 	n := len(q.consumers)
 	if n == 0 || q.nready == 0 {
 		return nil
 	}
+	var now int64 // read from the clock only when a message can expire
 	for q.nready > 0 {
 		progress := false
 		for i := 0; i < n; i++ {
@@ -138,7 +140,7 @@ func (q *queue) dispatchLocked(now int64) (expired []*ref) {
 			if !c.eligible() {
 				continue
 			}
-			r := q.takeFor(c, now, &expired)
+			r := q.takeFor(c, &now, &expired)
 			if r == nil {
 				continue
 			}
@@ -158,12 +160,15 @@ func (q *queue) dispatchLocked(now int64) (expired []*ref) {
 }
 
 // takeFor removes and returns the first ready ref c may receive.
-func (q *queue) takeFor(c *Consumer, now int64, expired *[]*ref) *ref {
+func (q *queue) takeFor(c *Consumer, now *int64, expired *[]*ref) *ref {
 	for p := 9; p >= 0; p-- {
 		l := &q.ready[p]
 		for i := 0; i < l.len(); i++ {
 			r := l.at(i)
-			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+			if r.msg.Expiration != 0 && *now == 0 {
+				*now = q.b.nowMillis()
+			}
+			if r.msg.Expiration != 0 && r.msg.Expiration <= *now {
 				l.removeAt(i)
 				i--
 				q.nready--
@@ -196,19 +201,22 @@ func (q *queue) settle(refs []*ref) {
 		r.owner = nil
 		q.inflight--
 		q.count--
-		q.bytes -= int64(r.msg.Size())
+		q.bytes -= int64(r.size)
 		q.stats.Dequeued++
 	}
 	q.quotaCond.Broadcast()
-	expired := q.dispatchLocked(q.b.nowMillis())
+	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.b.expireRefs(q, expired)
 }
 
-// requeue puts in-flight refs back. A failed delivery (rollback, recover,
-// NACK) counts against the redelivery limit and waits the redelivery delay;
-// a return without failure (connection closed, never consumed) does neither.
-// Refs over their limit are returned for the caller to dead-letter.
+// requeue puts in-flight refs back. Every delivery attempt counts against
+// the redelivery limit, whether it ended in a failure (rollback, recover,
+// NACK) or in a close that left it unacknowledged: a message that makes its
+// consumer crash must not come back forever. Only a failed delivery waits
+// the redelivery delay. A ref never handed to the application (prefetched)
+// or released was not counted as an attempt. Refs over their limit are
+// returned for the caller to dead-letter.
 func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable []*ref) {
 	now := q.b.nowMillis()
 	pol := q.policy()
@@ -229,10 +237,10 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		if q.deleted {
 			r.state = refGone
 			q.count--
-			q.bytes -= int64(r.msg.Size())
+			q.bytes -= int64(r.size)
 			continue
 		}
-		if failed && r.count > 0 {
+		if r.count > 0 {
 			limit := r.msg.RedeliveryLimit
 			if pol.RedeliveryLimit >= 0 {
 				limit = pol.RedeliveryLimit
@@ -240,7 +248,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 			if limit >= 0 && r.count > limit {
 				r.state = refGone
 				q.count--
-				q.bytes -= int64(r.msg.Size())
+				q.bytes -= int64(r.size)
 				q.stats.Undelivered++
 				undeliverable = append(undeliverable, r)
 				continue
@@ -262,7 +270,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		q.nready++
 	}
 	q.quotaCond.Broadcast()
-	expired := q.dispatchLocked(now)
+	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	for _, r := range later {
 		q.b.sched.add(r.deliverAt, r)
@@ -413,7 +421,7 @@ func (q *queue) drainAll(markDeleted bool) []*ref {
 	}
 	q.count -= int64(len(out))
 	for _, r := range out {
-		q.bytes -= int64(r.msg.Size())
+		q.bytes -= int64(r.size)
 	}
 	q.quotaCond.Broadcast()
 	q.mu.Unlock()

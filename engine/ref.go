@@ -27,10 +27,11 @@ type stored struct {
 // ref is one queue's (or subscription's) hold on a message: the immutable
 // message plus this queue's delivery state.
 type ref struct {
-	msg *message.Message
-	rec *stored // nil when the message is not in the store for this queue
-	seq uint64  // arrival order; also the store key of message and ref
-	q   *queue
+	msg  *message.Message
+	rec  *stored // nil when the message is not in the store for this queue
+	seq  uint64  // arrival order; also the store key of message and ref
+	size int32   // the message's size, for byte quotas (computed once)
+	q    *queue
 
 	count     int32 // delivery attempts made (JMSXDeliveryCount of the latest)
 	marked    int32 // delivery attempts recorded in the store

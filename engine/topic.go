@@ -94,6 +94,7 @@ func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
 	var rec *stored
 	var refs []*ref
 	view := message.SelectorView{D: &message.Delivery{Msg: m, DeliveryCount: 1}}
+	size := int32(m.Size())
 	take := func(s *subscription) {
 		if s.noLocal && m.Producer == s.localConn {
 			return
@@ -101,7 +102,7 @@ func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
 		if s.sel != nil && s.target == "" && !s.sel.Matches(view) {
 			return
 		}
-		r := &ref{msg: m, seq: seq, q: s.q, deliverAt: m.DeliveryTime}
+		r := &ref{msg: m, seq: seq, q: s.q, deliverAt: deliverAt(m), size: size}
 		if s.q.bucket != "" && m.DeliveryMode == message.Persistent {
 			if rec == nil {
 				rec = &stored{key: seq}
