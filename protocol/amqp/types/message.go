@@ -130,29 +130,36 @@ func DecodeMessage(payload []byte) (*Message, error) {
 func (m *Message) Decode(payload []byte) error {
 	*m = Message{}
 	return scanSections(payload, func(d *decoder, code uint64, name string, at int) error {
-		v := newDescribed(code)
-		if err := v.decodeBody(d); err != nil {
-			return err
-		}
-		switch v := v.(type) {
-		case *Header:
-			m.Header = v
-		case *DeliveryAnnotations:
-			m.DeliveryAnnotations = *v
-		case *MessageAnnotations:
-			m.MessageAnnotations = *v
-		case *Properties:
-			m.Properties = v
-		case *ApplicationProperties:
-			m.ApplicationProperties = *v
-		case *Data:
-			m.Data = append(m.Data, *v)
-		case *AMQPSequence:
-			m.Sequence = append(m.Sequence, *v)
-		case *AMQPValue:
-			m.Value = v
-		case *Footer:
-			m.Footer = *v
+		switch code {
+		case HeaderDescriptorCode:
+			m.Header = new(Header)
+			return m.Header.decodeBody(d)
+		case DeliveryAnnotationsDescriptorCode:
+			return m.DeliveryAnnotations.decodeBody(d)
+		case MessageAnnotationsDescriptorCode:
+			return m.MessageAnnotations.decodeBody(d)
+		case PropertiesDescriptorCode:
+			m.Properties = new(Properties)
+			return m.Properties.decodeBody(d)
+		case ApplicationPropertiesDescriptorCode:
+			return m.ApplicationProperties.decodeBody(d)
+		case DataDescriptorCode:
+			var v Data
+			if err := v.decodeBody(d); err != nil {
+				return err
+			}
+			m.Data = append(m.Data, v)
+		case AMQPSequenceDescriptorCode:
+			var v AMQPSequence
+			if err := v.decodeBody(d); err != nil {
+				return err
+			}
+			m.Sequence = append(m.Sequence, v)
+		case AMQPValueDescriptorCode:
+			m.Value = new(AMQPValue)
+			return m.Value.decodeBody(d)
+		case FooterDescriptorCode:
+			return m.Footer.decodeBody(d)
 		}
 		return nil
 	})
