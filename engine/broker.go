@@ -495,22 +495,11 @@ func (b *Broker) settle(ctx context.Context, refs []*ref, sync bool) error {
 // redelivery limit, and those over it go to the error destination.
 func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay time.Duration) {
 	byQueue(refs, func(q *queue, rs []*ref) {
-		dead := q.requeue(rs, failed, delay)
-		if b.store != nil {
-			// Keep the stored record true: a delayed redelivery keeps its
-			// delay across a restart, and a ref whose attempt was recorded
-			// but never made (dispatched, not consumed) is not reported as
-			// delivered.
-			var ops []store.Op
-			for _, r := range rs {
-				if r.rec != nil && (r.state == refScheduled || r.marked > r.count) {
-					ops = append(ops, refRecordOp(q.bucket, r, r.count))
-					r.marked = r.count
-				}
-			}
-			if len(ops) > 0 {
-				b.async.add(ops)
-			}
+		// q.requeue computes the record updates under its lock: once it
+		// unlocks, the refs may already be in flight to another consumer.
+		dead, ops := q.requeue(rs, failed, delay)
+		if len(ops) > 0 {
+			b.async.add(ops)
 		}
 		if len(dead) > 0 {
 			b.deadLetter(ctx, q, dead, "redelivery limit exceeded")

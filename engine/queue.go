@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
 )
 
 // queue holds refs and hands them to competing consumers. Point-to-point
@@ -217,13 +218,24 @@ func (q *queue) settle(refs []*ref) {
 // the redelivery delay. A ref never handed to the application (prefetched)
 // or released was not counted as an attempt. Refs over their limit are
 // returned for the caller to dead-letter.
-func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable []*ref) {
+//
+// ops are the store writes that keep the refs' records true (a delayed
+// redelivery keeps its delay across a restart; an attempt recorded but
+// never made is taken back). They are computed under q.mu, before the refs
+// can be dispatched again and marked by another consumer.
+func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable []*ref, ops []store.Op) {
 	now := q.b.nowMillis()
 	pol := q.policy()
 	if failed && pol.RedeliveryDelayOverride >= 0 {
 		delay = pol.RedeliveryDelayOverride
 	}
 	var later []*ref
+	mark := func(r *ref) {
+		if r.rec != nil && q.bucket != "" && (r.state == refScheduled || r.marked > r.count) {
+			ops = append(ops, refRecordOp(q.bucket, r, r.count))
+			r.marked = r.count
+		}
+	}
 	q.mu.Lock()
 	for _, r := range refs {
 		if r.state != refInflight {
@@ -262,10 +274,12 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 			r.gen = q.gen
 			r.state = refScheduled
 			q.scheduled++
+			mark(r)
 			later = append(later, r)
 			continue
 		}
 		r.state = refReady
+		mark(r)
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
@@ -276,7 +290,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		q.b.sched.add(r.deliverAt, r)
 	}
 	q.b.expireRefs(q, expired)
-	return undeliverable
+	return undeliverable, ops
 }
 
 // addConsumer attaches c and dispatches to it.
