@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,6 +94,10 @@ func (q *queue) add(refs ...*ref) {
 // priority, then arrival order.
 func (q *queue) wake(refs []*ref) {
 	var drop []*ref
+	// The scheduler hands refs over in time order; insert them in arrival
+	// order, so that each lands at the tail of its ready list instead of
+	// moving the list's tail once per ref.
+	slices.SortFunc(refs, func(a, b *ref) int { return cmp.Compare(a.seq, b.seq) })
 	q.mu.Lock()
 	for _, r := range refs {
 		if r.state != refScheduled {
