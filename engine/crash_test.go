@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
-	"github.com/sluicemq/sluice/engine/store/boltstore"
 )
 
 // The crash test runs the broker in a child process (this test binary,
@@ -33,11 +31,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper process for TestCrashSIGKILL")
 	}
 	dir := os.Getenv("SLUICE_CRASH_DIR")
-	st, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
+	st, _ := openDurable(t, dir)
 	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true})
 	if err != nil {
 		fmt.Println("ERR", err)

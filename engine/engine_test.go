@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
-	"github.com/sluicemq/sluice/engine/store/boltstore"
+	"github.com/sluicemq/sluice/engine/store/journal"
 )
 
 var (
@@ -24,7 +23,7 @@ type harness struct {
 	t   *testing.T
 	b   *engine.Broker
 	dir string
-	st  *boltstore.Store
+	st  *journal.Store
 	cfg engine.Config
 }
 
@@ -47,10 +46,7 @@ func newPersistent(t *testing.T, dir string, cfg engine.Config) *harness {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	st, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := openDurable(t, dir)
 	cfg.Store = st
 	cfg.AutoCreate = true
 	b, err := engine.New(context.Background(), cfg)

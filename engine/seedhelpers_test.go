@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
-	"github.com/sluicemq/sluice/engine/store/boltstore"
 )
 
 // Helpers shared by the tests of the seed's delivery-management and
@@ -143,10 +141,7 @@ func newStrict(t *testing.T, persistent bool, dir string, cfg engine.Config) *ha
 		if dir == "" {
 			dir = t.TempDir()
 		}
-		st, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, _ := openDurable(t, dir)
 		h.st, h.dir = st, dir
 		cfg.Store = st
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/store/boltstore"
+	"github.com/sluicemq/sluice/engine/store/journal"
 	"github.com/sluicemq/sluice/internal/admin"
 	"github.com/sluicemq/sluice/internal/config"
 	"github.com/sluicemq/sluice/protocol/stomp"
@@ -29,7 +30,7 @@ const Version = "0.1.0"
 type Broker struct {
 	cfg    config.Config
 	log    *slog.Logger
-	store  *boltstore.Store
+	store  *journal.Store
 	engine *engine.Broker
 	admin  *admin.Server
 
@@ -47,6 +48,25 @@ type server interface {
 	Shutdown(ctx context.Context) error
 }
 
+// openStore opens the embedded store in dir: bbolt in sluice.db with a
+// write-ahead journal in front of it (journal/), so that a persistent send
+// is confirmed after one sequential sync.
+func openStore(ctx context.Context, dir string, log *slog.Logger) (*journal.Store, error) {
+	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{Logger: log.With(slog.String("component", "store"))})
+	if err != nil {
+		return nil, err
+	}
+	js, err := journal.Open(ctx, filepath.Join(dir, "journal"), bs, journal.Options{
+		Validate: boltstore.Validate,
+		Logger:   log.With(slog.String("component", "journal")),
+	})
+	if err != nil {
+		_ = bs.Close()
+		return nil, err
+	}
+	return js, nil
+}
+
 // Start validates cfg, opens the store under cfg.Data, recovers the engine
 // and binds every configured listener.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, error) {
@@ -60,7 +80,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
 	}
-	st, err := boltstore.Open(filepath.Join(cfg.Data, "sluice.db"), boltstore.Options{})
+	st, err := openStore(ctx, cfg.Data, log)
 	if err != nil {
 		return nil, err
 	}

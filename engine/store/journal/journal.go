@@ -1,0 +1,711 @@
+// Package journal puts a write-ahead log in front of another store.Store.
+//
+// A bbolt commit syncs the disk twice and rewrites B-tree pages, so a
+// persistent send confirmed by bbolt alone waits for two random writes. The
+// journal confirms an Update once its ops are appended to a sequential log
+// file and synced once (group commit: every Update waiting meanwhile shares
+// that sync), then applies them to the inner store in large batches in the
+// background, off the critical path. When the inner store has made a log
+// segment's records durable, the segment is deleted. On Open, the records
+// still in the log are applied to the inner store again before anything else
+// happens; puts, deletes and bucket deletes are blind writes, so applying a
+// suffix of the log again over a state that already contains part of it
+// yields the same state.
+//
+// The engine reads the store only at start-up (recovery); ForEach and
+// Buckets first wait until every journaled Update has reached the inner
+// store, so they always see every confirmed write.
+//
+// The journal is a store.Store itself, so the engine does not know it is
+// there; a replicated store can sit under it, or replace it, later.
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/engine/store"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultSegmentSize = 64 << 20
+	DefaultMaxPending  = 64 << 20
+	DefaultApplyBatch  = 16384
+	// DefaultApplyInterval spaces the applier's commits to the inner store,
+	// so that its syncs do not compete with the log's for the disk.
+	DefaultApplyInterval = 50 * time.Millisecond
+)
+
+// Options configure a journal.
+type Options struct {
+	// SegmentSize is the size at which the log moves to a new segment file.
+	SegmentSize int64
+	// MaxPending bounds the bytes confirmed but not yet applied to the inner
+	// store; Updates wait while it is exceeded.
+	MaxPending int64
+	// ApplyBatch bounds the ops applied to the inner store in one Update.
+	ApplyBatch int
+	// ApplyInterval is the least time between two applications to the inner
+	// store while the log is not filling up; negative applies at once.
+	ApplyInterval time.Duration
+	// Validate checks a batch before it is journaled, with the inner
+	// store's rules, so that a batch the inner store would refuse fails its
+	// caller instead of failing in the background. Nil accepts any batch
+	// with known kinds and non-empty bucket names.
+	Validate func(ops []store.Op) error
+	// Logger receives background failures; nil discards.
+	Logger *slog.Logger
+}
+
+// Stats are the journal's counters.
+type Stats struct {
+	Commits uint64 // log syncs
+	Updates uint64 // Update calls confirmed
+	Ops     uint64 // ops confirmed
+	Bytes   uint64 // log bytes written
+	Applied uint64 // ops applied to the inner store
+}
+
+// Store is a store.Store with a write-ahead log in front of an inner store.
+type Store struct {
+	inner store.Store
+	dir   string
+	opts  Options
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when pending shrinks or the applier idles
+	queue   []*request
+	closed  bool
+	failed  error // a log write failed: the journal refuses further updates
+	pending int64 // bytes confirmed, not yet applied
+	// committing counts batches taken from queue and not yet in applyQ.
+	committing  int
+	applierGone bool
+	urgent      int // drain and Close waiting: apply without pausing
+	applyQ  []record
+	active  uint64 // the segment being written
+	stats   Stats
+
+	wake      chan struct{}
+	applyWake chan struct{}
+	applyNow  chan struct{} // ends the applier's pause (drain, Close, back-pressure)
+	stopped   chan struct{}
+	applied   chan struct{}
+
+	// Owned by the committer.
+	seg     *os.File
+	segSize int64
+	buf     []byte
+}
+
+type request struct {
+	ops  []store.Op
+	done chan error
+}
+
+// record is one confirmed Update waiting to be applied: its encoded ops
+// (the applier decodes them, so callers' slices are never retained) and the
+// segment that holds it.
+type record struct {
+	data []byte
+	ops  int
+	seg  uint64
+}
+
+var _ store.Store = (*Store)(nil)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Open opens (creating if needed) the journal in dir over inner, replays
+// whatever the log still holds into inner, and starts the committer and the
+// applier. Closing the journal closes inner.
+func Open(ctx context.Context, dir string, inner store.Store, opts Options) (*Store, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.ApplyBatch <= 0 {
+		opts.ApplyBatch = DefaultApplyBatch
+	}
+	if opts.ApplyInterval == 0 {
+		opts.ApplyInterval = DefaultApplyInterval
+	}
+	s := &Store{inner: inner, dir: dir, opts: opts, log: opts.Logger,
+		wake: make(chan struct{}, 1), applyWake: make(chan struct{}, 1), applyNow: make(chan struct{}, 1),
+		stopped: make(chan struct{}), applied: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.cond = sync.NewCond(&s.mu)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", dir, err)
+	}
+	last, err := s.replay(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openSegment(last + 1); err != nil {
+		return nil, err
+	}
+	go s.commitLoop()
+	go s.applyLoop()
+	return s, nil
+}
+
+func segName(seq uint64) string { return fmt.Sprintf("journal-%016d.log", seq) }
+
+// segments lists the segment numbers in dir, ascending.
+func (s *Store) segments() ([]uint64, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list journal %s: %w", s.dir, err)
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "journal-") || !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, "journal-"), ".log"), 10, 64)
+		if err != nil {
+			continue
+		}
+		seqs = append(seqs, n)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs, nil
+}
+
+// replay applies every record left in the log to inner, makes it durable
+// there, and removes the segments. It returns the last segment number.
+func (s *Store) replay(ctx context.Context) (uint64, error) {
+	seqs, err := s.segments()
+	if err != nil {
+		return 0, err
+	}
+	var last uint64
+	var batch []store.Op
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := s.inner.Update(ctx, batch)
+		batch = nil
+		return err
+	}
+	records := 0
+	for i, seq := range seqs {
+		last = seq
+		path := filepath.Join(s.dir, segName(seq))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("read journal segment %s: %w", path, err)
+		}
+		off := 0
+		for off < len(data) {
+			payload, n, ok := readRecord(data[off:])
+			if !ok {
+				if i != len(seqs)-1 {
+					return 0, fmt.Errorf("journal segment %s is corrupt at offset %d (not the last segment: refusing to guess)", path, off)
+				}
+				// A torn write at the tail: it was never confirmed.
+				s.log.Warn("journal: discarding a torn record at the end of the log", slog.String("segment", path), slog.Int("offset", off), slog.Int("bytes", len(data)-off))
+				break
+			}
+			ops, err := decodeOps(payload)
+			if err != nil {
+				return 0, fmt.Errorf("journal segment %s offset %d: %w", path, off, err)
+			}
+			batch = append(batch, ops...)
+			records++
+			if len(batch) >= s.opts.ApplyBatch {
+				if err := flush(); err != nil {
+					return 0, fmt.Errorf("replay journal: %w", err)
+				}
+			}
+			off += n
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, fmt.Errorf("replay journal: %w", err)
+	}
+	for _, seq := range seqs {
+		if err := os.Remove(filepath.Join(s.dir, segName(seq))); err != nil {
+			return 0, fmt.Errorf("remove replayed journal segment: %w", err)
+		}
+	}
+	if records > 0 {
+		s.log.Info("journal replayed", slog.Int("records", records), slog.Int("segments", len(seqs)))
+	}
+	return last, syncDir(s.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync journal directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync journal directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (s *Store) openSegment(seq uint64) error {
+	path := filepath.Join(s.dir, segName(seq))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create journal segment %s: %w", path, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if s.seg != nil {
+		_ = s.seg.Close()
+	}
+	s.seg, s.segSize = f, 0
+	s.mu.Lock()
+	s.active = seq
+	s.mu.Unlock()
+	return nil
+}
+
+// Update journals ops and returns once they are durable in the log.
+func (s *Store) Update(ctx context.Context, ops []store.Op) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.validate(ops); err != nil {
+		return err
+	}
+	r := &request{ops: ops, done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	if s.failed != nil {
+		s.mu.Unlock()
+		return s.failed
+	}
+	if len(ops) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return <-r.done
+}
+
+func (s *Store) validate(ops []store.Op) error {
+	if s.opts.Validate != nil {
+		return s.opts.Validate(ops)
+	}
+	for i, op := range ops {
+		if op.Bucket == "" || (op.Kind != store.Put && op.Kind != store.Delete && op.Kind != store.DeleteBucket) {
+			return fmt.Errorf("journal update: op %d is invalid (kind %d, bucket %q)", i, op.Kind, op.Bucket)
+		}
+	}
+	return nil
+}
+
+// commitLoop appends waiting Updates to the log, one sync per round.
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		if len(s.queue) == 0 && s.closed {
+			s.mu.Unlock()
+			return
+		}
+		// Back-pressure: let the applier catch up before confirming more.
+		for s.pending > s.opts.MaxPending && s.failed == nil {
+			s.pokeApplier()
+			s.cond.Wait()
+		}
+		batch := s.queue
+		s.queue = nil
+		s.committing++
+		s.mu.Unlock()
+		s.commit(batch)
+		s.mu.Lock()
+		s.committing--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+func (s *Store) commit(batch []*request) {
+	s.buf = s.buf[:0]
+	recs := make([]record, 0, len(batch))
+	nops := 0
+	for _, r := range batch {
+		start := len(s.buf)
+		s.buf = appendRecord(s.buf, r.ops)
+		recs = append(recs, record{ops: len(r.ops), data: s.buf[start:]})
+		nops += len(r.ops)
+	}
+	if s.segSize > 0 && s.segSize+int64(len(s.buf)) > s.opts.SegmentSize {
+		s.mu.Lock()
+		next := s.active + 1
+		s.mu.Unlock()
+		if err := s.openSegment(next); err != nil {
+			s.fail(batch, err)
+			return
+		}
+	}
+	_, err := s.seg.Write(s.buf)
+	if err == nil {
+		err = s.seg.Sync()
+	}
+	if err != nil {
+		s.fail(batch, fmt.Errorf("journal write: %w", err))
+		return
+	}
+	s.segSize += int64(len(s.buf))
+	s.mu.Lock()
+	seg := s.active
+	for i := range recs {
+		// The committer reuses buf: the applier gets its own copy.
+		recs[i].data = append([]byte(nil), recs[i].data...)
+		recs[i].seg = seg
+		s.pending += int64(len(recs[i].data))
+	}
+	s.applyQ = append(s.applyQ, recs...)
+	s.stats.Commits++
+	s.stats.Updates += uint64(len(batch))
+	s.stats.Ops += uint64(nops)
+	s.stats.Bytes += uint64(len(s.buf))
+	s.mu.Unlock()
+	for _, r := range batch {
+		r.done <- nil
+	}
+	select {
+	case s.applyWake <- struct{}{}:
+	default:
+	}
+}
+
+// fail answers a batch whose log write failed and refuses every later
+// Update: bytes of a failed write may sit in the log, and records appended
+// after them could not be read back.
+func (s *Store) fail(batch []*request, err error) {
+	s.log.Error("journal write failed; refusing further updates", slog.Any("err", err))
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for _, r := range batch {
+		r.done <- err
+	}
+}
+
+// applyLoop applies confirmed records to the inner store and deletes the
+// segments whose records are all durable there.
+func (s *Store) applyLoop() {
+	defer func() {
+		s.mu.Lock()
+		s.applierGone = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		close(s.applied)
+	}()
+	var lastApply time.Time
+	for {
+		s.mu.Lock()
+		for len(s.applyQ) == 0 {
+			if s.closed && len(s.queue) == 0 && s.isStopped() {
+				s.mu.Unlock()
+				return
+			}
+			s.cond.Broadcast() // idle: wake ForEach and Close waiters
+			s.mu.Unlock()
+			select {
+			case <-s.applyWake:
+			case <-s.stopped:
+			}
+			s.mu.Lock()
+		}
+		// Let records accumulate: one large application costs the disk
+		// far less than many small ones, and nobody waits for it.
+		if wait := s.opts.ApplyInterval - time.Since(lastApply); wait > 0 && s.urgent == 0 && !s.closed &&
+			s.pending < s.opts.MaxPending/2 {
+			s.mu.Unlock()
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-s.applyNow:
+			}
+			timer.Stop()
+			s.mu.Lock()
+		}
+		n, nops := 0, 0
+		for n < len(s.applyQ) && (nops == 0 || nops+s.applyQ[n].ops <= s.opts.ApplyBatch) {
+			nops += s.applyQ[n].ops
+			n++
+		}
+		take := append([]record(nil), s.applyQ[:n]...)
+		s.mu.Unlock()
+
+		ops := make([]store.Op, 0, nops)
+		var size int64
+		for _, rec := range take {
+			payload, _, _ := readRecord(rec.data)
+			dec, err := decodeOps(payload)
+			if err != nil {
+				// Cannot happen: the committer encoded it.
+				s.log.Error("journal: undecodable record", slog.Any("err", err))
+			}
+			ops = append(ops, dec...)
+			size += int64(len(rec.data))
+		}
+		for attempt := 0; ; attempt++ {
+			err := s.inner.Update(context.Background(), ops)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, store.ErrClosed) {
+				s.log.Error("journal: inner store closed with records unapplied; they stay in the log", slog.Int("ops", len(ops)))
+				return
+			}
+			s.log.Error("journal: applying to the inner store failed; retrying", slog.Any("err", err), slog.Int("attempt", attempt))
+			time.Sleep(min(time.Duration(attempt+1)*50*time.Millisecond, 2*time.Second))
+		}
+
+		lastApply = time.Now()
+		s.mu.Lock()
+		s.applyQ = s.applyQ[n:]
+		s.pending -= size
+		s.stats.Applied += uint64(len(ops))
+		oldest := s.active
+		if len(s.applyQ) > 0 {
+			oldest = s.applyQ[0].seg
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		s.removeBefore(oldest)
+	}
+}
+
+func (s *Store) isStopped() bool {
+	select {
+	case <-s.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// removeBefore deletes the segments older than seq: all their records are
+// durable in the inner store.
+func (s *Store) removeBefore(seq uint64) {
+	seqs, err := s.segments()
+	if err != nil {
+		s.log.Warn("journal: list segments", slog.Any("err", err))
+		return
+	}
+	for _, n := range seqs {
+		if n >= seq {
+			break
+		}
+		if err := os.Remove(filepath.Join(s.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("journal: remove applied segment", slog.Any("err", err))
+		}
+	}
+}
+
+// drain waits until every Update confirmed (or being confirmed) when it is
+// called has reached the inner store.
+func (s *Store) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.urgent++
+	defer func() { s.urgent-- }()
+	s.pokeApplier()
+	for (len(s.queue) > 0 || s.committing > 0 || len(s.applyQ) > 0) && s.failed == nil && !s.applierGone {
+		s.cond.Wait()
+	}
+}
+
+// pokeApplier ends a pause of the applier.
+func (s *Store) pokeApplier() {
+	select {
+	case s.applyNow <- struct{}{}:
+	default:
+	}
+}
+
+// ForEach waits for the applier, then reads the inner store.
+func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
+	s.drain()
+	return s.inner.ForEach(bucket, fn)
+}
+
+// Buckets waits for the applier, then lists the inner store's buckets.
+func (s *Store) Buckets(fn func(name string) error) error {
+	s.drain()
+	return s.inner.Buckets(fn)
+}
+
+// Stats returns the journal's counters.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Inner returns the store under the journal.
+func (s *Store) Inner() store.Store { return s.inner }
+
+// Close confirms what is queued, applies everything to the inner store,
+// removes the log and closes the inner store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	s.pokeApplier()
+	<-s.stopped
+	<-s.applied
+	var errs []error
+	s.mu.Lock()
+	clean := len(s.applyQ) == 0 && s.failed == nil
+	s.mu.Unlock()
+	if s.seg != nil {
+		if err := s.seg.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close journal segment: %w", err))
+		}
+	}
+	if clean {
+		s.removeBefore(^uint64(0))
+	}
+	if err := s.inner.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Record format: length (4 bytes, of the payload), CRC-32C of the payload
+// (4 bytes), payload. Payload: op count (uvarint), then per op: kind (1
+// byte), bucket, key, value (each a uvarint length and the bytes).
+
+func appendRecord(dst []byte, ops []store.Op) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	dst = binary.AppendUvarint(dst, uint64(len(ops)))
+	for i := range ops {
+		op := &ops[i]
+		dst = append(dst, byte(op.Kind))
+		dst = binary.AppendUvarint(dst, uint64(len(op.Bucket)))
+		dst = append(dst, op.Bucket...)
+		dst = binary.AppendUvarint(dst, uint64(len(op.Key)))
+		dst = append(dst, op.Key...)
+		dst = binary.AppendUvarint(dst, uint64(len(op.Value)))
+		dst = append(dst, op.Value...)
+	}
+	payload := dst[start+8:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, crcTable))
+	return dst
+}
+
+// readRecord returns the payload of the record at the start of b and its
+// total length; ok is false when b holds no whole, intact record.
+func readRecord(b []byte) (payload []byte, n int, ok bool) {
+	if len(b) < 8 {
+		return nil, 0, false
+	}
+	size := int(binary.LittleEndian.Uint32(b))
+	if size > len(b)-8 {
+		return nil, 0, false
+	}
+	payload = b[8 : 8+size]
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, 0, false
+	}
+	return payload, 8 + size, true
+}
+
+var errCorrupt = errors.New("journal record is malformed")
+
+func decodeOps(p []byte) ([]store.Op, error) {
+	count, n := binary.Uvarint(p)
+	if n <= 0 || count > uint64(len(p)) {
+		return nil, errCorrupt
+	}
+	p = p[n:]
+	ops := make([]store.Op, 0, count)
+	field := func() ([]byte, error) {
+		l, n := binary.Uvarint(p)
+		if n <= 0 || l > uint64(len(p)-n) {
+			return nil, errCorrupt
+		}
+		f := p[n : n+int(l)]
+		p = p[n+int(l):]
+		return f, nil
+	}
+	for i := uint64(0); i < count; i++ {
+		if len(p) == 0 {
+			return nil, errCorrupt
+		}
+		op := store.Op{Kind: store.OpKind(p[0])}
+		p = p[1:]
+		b, err := field()
+		if err != nil {
+			return nil, err
+		}
+		op.Bucket = string(b)
+		if op.Key, err = field(); err != nil {
+			return nil, err
+		}
+		if op.Value, err = field(); err != nil {
+			return nil, err
+		}
+		if len(op.Key) == 0 {
+			op.Key = nil
+		}
+		if len(op.Value) == 0 {
+			op.Value = nil
+		}
+		ops = append(ops, op)
+	}
+	if len(p) != 0 {
+		return nil, errCorrupt
+	}
+	return ops, nil
+}
