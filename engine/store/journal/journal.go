@@ -95,9 +95,9 @@ type Store struct {
 	committing  int
 	applierGone bool
 	urgent      int // drain and Close waiting: apply without pausing
-	applyQ  []record
-	active  uint64 // the segment being written
-	stats   Stats
+	applyQ      []record
+	active      uint64 // the segment being written
+	stats       Stats
 
 	wake      chan struct{}
 	applyWake chan struct{}
