@@ -225,6 +225,13 @@ func (c *Consumer) markAttempts(ctx context.Context) {
 // DUPS_OK_ACKNOWLEDGE sessions the message is acknowledged before Receive
 // returns; otherwise the Delivery's Tag acknowledges it later.
 func (c *Consumer) Receive(ctx context.Context) (message.Delivery, error) {
+	if c.closed.Load() {
+		// Seed: "Attempts by an application to do anything but close() a
+		// closed consumer will result in an IllegalStateException." A
+		// Receive already waiting when the consumer closes returns
+		// CodeConsumerClosed instead: JMS's null.
+		return message.Delivery{}, errorf(CodeIllegalState, "consumer is closed")
+	}
 	if c.listener.Load() {
 		return message.Delivery{}, errorf(CodeIllegalState, "consumer has a message listener")
 	}
