@@ -330,7 +330,8 @@ func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def
 	m.Timestamp = now
 	m.Producer = conn.id
 	if m.ID == "" || !isEngineID(m.ID) {
-		m.ID = b.idPrefix + strconv.FormatUint(b.seq.Add(1), 10)
+		var buf [64]byte
+		m.ID = string(strconv.AppendUint(append(buf[:0], b.idPrefix...), b.seq.Add(1), 10))
 	}
 	m.DeliveryMode = def.DeliveryMode
 	if o.Set&SetDeliveryMode != 0 {
@@ -413,6 +414,11 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 			}
 		}
 	}
+	if d.q != nil && (d.q.bucket == "" || m.DeliveryMode != message.Persistent) {
+		// The common non-persistent case: one ref, nothing to store.
+		d.q.add(b.queueRef(d.q, m))
+		return nil
+	}
 	refs, err := b.route(d, m)
 	if err != nil {
 		return err
@@ -431,16 +437,21 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 // subscription for a topic. Persistent messages get a shared store identity
 // for the refs that live in the store.
 func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
-	seq := b.seq.Add(1)
 	if d.q != nil {
-		r := &ref{msg: m, seq: seq, q: d.q, deliverAt: deliverAt(m), size: int32(m.Size())}
-		if d.q.bucket != "" && m.DeliveryMode == message.Persistent {
-			r.rec = &stored{key: seq}
-			r.rec.refs.Store(1)
-		}
-		return []*ref{r}, nil
+		return []*ref{b.queueRef(d.q, m)}, nil
 	}
-	return d.t.publish(b, m, seq), nil
+	return d.t.publish(b, m, b.seq.Add(1)), nil
+}
+
+// queueRef makes the ref of a message sent to queue q.
+func (b *Broker) queueRef(q *queue, m *message.Message) *ref {
+	seq := b.seq.Add(1)
+	r := &ref{msg: m, seq: seq, q: q, deliverAt: deliverAt(m), size: int32(m.Size())}
+	if q.bucket != "" && m.DeliveryMode == message.Persistent {
+		r.rec = &stored{key: seq}
+		r.rec.refs.Store(1)
+	}
+	return r
 }
 
 // deliverAt is when a new message becomes visible; 0 means at once.

@@ -194,6 +194,13 @@ func (q *queue) takeFor(c *Consumer, now *int64, expired *[]*ref) *ref {
 	return nil
 }
 
+// settleOne is settle for one ref that is not in the store.
+func (q *queue) settleOne(r *ref) {
+	var one [1]*ref
+	one[0] = r
+	q.settle(one[:])
+}
+
 // settle removes refs that were delivered and are now acknowledged.
 func (q *queue) settle(refs []*ref) {
 	q.mu.Lock()

@@ -117,7 +117,11 @@ func (s *Session) delivered(c *Consumer, r *ref, byReceive bool) message.Deliver
 	}
 	s.mu.Unlock()
 	if autoNow {
-		s.conn.b.settle(context.Background(), []*ref{r}, false)
+		if r.rec == nil {
+			r.q.settleOne(r)
+		} else {
+			s.conn.b.settle(context.Background(), []*ref{r}, false)
+		}
 	}
 	return d
 }
