@@ -227,7 +227,9 @@ func (c *conn) send(it outItem) bool {
 }
 
 // writeLoop writes queued frames, many per system call, and heart-beats
-// when the connection has been quiet.
+// when the connection has been quiet for the negotiated interval: the
+// heart-beat ticker restarts after every write, so no more than one interval
+// passes without the client hearing from the server.
 func (c *conn) writeLoop() {
 	w := frame.NewWriter(c.nc, frame.EncodeOptions{})
 	w.SetVersion(frame.V10)
@@ -239,20 +241,16 @@ func (c *conn) writeLoop() {
 			ticker.Stop()
 		}
 	}()
-	wrote := false
 	var acks []outItem
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-hb:
-			if !wrote {
-				_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
-				if w.WriteHeartBeat() != nil || w.Flush() != nil {
-					c.abort()
-				}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
+			if w.WriteHeartBeat() != nil || w.Flush() != nil {
+				c.abort()
 			}
-			wrote = false
 			continue
 		case it := <-c.out:
 			closeAfter := false
@@ -290,7 +288,9 @@ func (c *conn) writeLoop() {
 			}
 			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 			err := w.Flush()
-			wrote = true
+			if ticker != nil {
+				ticker.Reset(sendHB)
+			}
 			if err == nil {
 				for _, a := range acks {
 					_ = a.sub.sess.AcknowledgeAsync(a.tag)
