@@ -399,8 +399,11 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 			rf.Add(frame.HeaderReceiptID, r)
 			done := make(chan struct{})
 			if c.send(outItem{f: rf, done: done}) {
+				// The writer may already be gone (a failed write closes
+				// c.done): then the receipt is never written.
 				select {
 				case <-done:
+				case <-c.done:
 				case <-time.After(10 * time.Second):
 				}
 			}
