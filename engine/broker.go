@@ -102,6 +102,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 			b.cancel()
 			return nil, fmt.Errorf("recover store: %w", err)
 		}
+	} else if _, _, err := b.configure(); err != nil {
+		b.cancel()
+		return nil, err
 	}
 	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.sched.run(b.ctx) }()
@@ -208,6 +211,63 @@ func (b *Broker) releaseConnection(c *Connection) {
 			delete(b.clientIDs, id)
 		}
 	}
+}
+
+// configure creates the configured destinations that do not exist yet and
+// compares those recovered from the store with their configured creation
+// time. It returns the destinations whose stored messages and durable
+// subscriptions belong to an older incarnation (to be discarded; for a
+// destination new to the store, anything left under its name is), and
+// the store writes that record the configured creation times.
+func (b *Broker) configure() (older map[message.Destination]bool, ops []store.Op, err error) {
+	older = map[message.Destination]bool{}
+	seen := map[message.Destination]bool{}
+	for _, cd := range b.cfg.Destinations {
+		dest := cd.Destination
+		if dest.Kind != message.Queue && dest.Kind != message.Topic {
+			return nil, nil, fmt.Errorf("configured destination %s: only queues and topics can be configured", dest)
+		}
+		if err := validateDestName(dest.Name); err != nil {
+			return nil, nil, fmt.Errorf("configured destination %s: %w", dest, err)
+		}
+		if seen[dest] {
+			return nil, nil, fmt.Errorf("destination %s is configured twice", dest)
+		}
+		seen[dest] = true
+		var want int64
+		if !cd.Created.IsZero() {
+			want = cd.Created.UnixMilli()
+		}
+		d := b.dests[dest]
+		switch {
+		case d == nil:
+			created := want
+			if created == 0 {
+				created = b.nowMillis()
+			}
+			d = b.newDestination(dest, nil, created)
+			b.dests[dest] = d
+			older[dest] = true
+			ops = append(ops, destRecordOp(d))
+		case want == 0 || d.created == want:
+		case d.created < want:
+			b.log.Warn("destination re-created: messages of its older incarnation discarded",
+				slog.String("destination", dest.String()),
+				slog.String("stored_creation_time", time.UnixMilli(d.created).UTC().Format(time.RFC3339Nano)),
+				slog.String("configured_creation_time", time.UnixMilli(want).UTC().Format(time.RFC3339Nano)))
+			older[dest] = true
+			d.created = want
+			ops = append(ops, destRecordOp(d))
+		default:
+			return nil, nil, fmt.Errorf("destination %s: the store holds messages of an incarnation created at %s (%d ms), "+
+				"after the configured creation time %s (%d ms): either the system clock was set back when the destination "+
+				"was deleted and re-created, or a different configuration is in use. To keep those messages set the "+
+				"destination's creation time to %d; to discard them set it later than that",
+				dest, time.UnixMilli(d.created).UTC().Format(time.RFC3339Nano), d.created,
+				time.UnixMilli(want).UTC().Format(time.RFC3339Nano), want, d.created)
+		}
+	}
+	return older, ops, nil
 }
 
 // compileSelector compiles a selector, mapping errors to CodeInvalidSelector.

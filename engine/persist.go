@@ -193,6 +193,10 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	older, stale, err := b.configure()
+	if err != nil {
+		return err
+	}
 	err = st.ForEach(bucketSubs, func(k, v []byte) error {
 		var rec subRecord
 		if err := json.Unmarshal(v, &rec); err != nil {
@@ -201,6 +205,11 @@ func (b *Broker) recover(ctx context.Context) error {
 		d := b.dests[message.Destination{Kind: message.Topic, Name: rec.Topic}]
 		if d == nil {
 			b.log.Warn("durable subscription of a topic that no longer exists dropped", slog.String("subscription", rec.Name))
+			return nil
+		}
+		if older[d.dest] {
+			// A durable subscription of a deleted incarnation of the topic.
+			stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: append([]byte(nil), k...)})
 			return nil
 		}
 		sel, err := compileSelector(rec.Selector)
@@ -246,7 +255,6 @@ func (b *Broker) recover(ctx context.Context) error {
 	for _, s := range b.subs {
 		queues[s.q.bucket] = s.q
 	}
-	var stale []store.Op
 	var names []string
 	if err := st.Buckets(func(name string) error { names = append(names, name); return nil }); err != nil {
 		return err
@@ -257,7 +265,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			continue
 		}
 		q := queues[name]
-		if q == nil {
+		if q == nil || (q.sub == nil && older[q.dest]) {
 			stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name})
 			continue
 		}

@@ -95,4 +95,23 @@ type Config struct {
 	ProviderVersion string
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Destinations are the configured queues and topics. They are created
+	// at start (so they exist when AutoCreate is off) and checked against
+	// the store at recovery, as the seed's "Message Timestamps for
+	// Troubleshooting Deleted Destinations" says: a stored destination
+	// created before its configured creation time is an older, deleted
+	// incarnation whose leftover messages and durable subscriptions are
+	// discarded; one created after it makes New fail (the clock was set
+	// back, or another configuration is in use).
+	Destinations []ConfiguredDestination
+}
+
+// ConfiguredDestination is a destination of the configuration with its
+// creation time (WebLogic's CreationTime), the version of the destination.
+type ConfiguredDestination struct {
+	Destination message.Destination
+	// Created is when this incarnation of the destination was configured;
+	// the zero time accepts whatever the store holds (a new destination
+	// then gets the current time).
+	Created time.Time
 }
