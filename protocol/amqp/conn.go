@@ -1,0 +1,539 @@
+package amqp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/protocol/amqp/frames"
+	"github.com/sluicemq/sluice/protocol/amqp/types"
+)
+
+// outItem is one thing for the writer goroutine to write.
+type outItem struct {
+	fr     frames.Frame
+	header *frames.ProtocolHeader // a protocol header instead of a frame
+	after  func()                 // run once the batch holding it is flushed
+	close  bool                   // close the connection once written
+	setup  *writerSetup           // what open negotiated
+}
+
+// writerSetup tells the writer the peer's max-frame-size and how often to
+// send empty frames.
+type writerSetup struct {
+	maxFrame  uint32
+	heartbeat time.Duration
+}
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	log *slog.Logger
+
+	rd        *frames.Reader
+	out       chan outItem
+	done      chan struct{}
+	closeOnce sync.Once
+	failing   atomic.Bool
+
+	// Set at open, then read-only.
+	containerID    string
+	remoteMaxFrame uint32
+	channelMax     uint16
+	idleTimeout    time.Duration // how long the peer may be silent
+
+	eng      *engine.Connection
+	prodSess *engine.Session
+	prod     *engine.Producer
+
+	// Reader goroutine only.
+	sessions  map[uint16]*session
+	globalEng *engine.Connection // for shared subscriptions without a client ID
+	txns      map[string]*engine.Txn
+	txnSeq    uint64
+	linkNames map[string]*link // attached links by role and name
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{
+		srv:       s,
+		nc:        nc,
+		log:       s.opts.Logger.With(slog.String("remote", remoteAddr(nc))),
+		out:       make(chan outItem, 256),
+		done:      make(chan struct{}),
+		sessions:  map[uint16]*session{},
+		txns:      map[string]*engine.Txn{},
+		linkNames: map[string]*link{},
+	}
+}
+
+func remoteAddr(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// run serves the connection until it ends.
+func (c *conn) run() {
+	writerDone := make(chan struct{})
+	go func() { c.writeLoop(); close(writerDone) }()
+	err := c.serve()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("amqp connection ended", slog.Any("err", err))
+	}
+	if c.failing.Load() {
+		// Let the writer deliver the close frame; it ends the connection.
+		select {
+		case <-writerDone:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	c.shutdown()
+	<-writerDone
+}
+
+// abort ends the connection at once.
+func (c *conn) abort() {
+	c.closeOnce.Do(func() { close(c.done) })
+	_ = c.nc.Close()
+}
+
+// forceClose closes the connection from the server side (Shutdown).
+func (c *conn) forceClose() {
+	if c.failing.CompareAndSwap(false, true) {
+		select {
+		case c.out <- outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: &types.Close{Error: &types.Error{
+			Condition: types.ConnectionErrorConnectionForced, Description: "the broker is shutting down"}}}, close: true}:
+		case <-c.done:
+		case <-time.After(time.Second):
+		}
+	}
+	time.AfterFunc(2*time.Second, c.abort)
+}
+
+// shutdown releases the engine side: links close, transactions roll back,
+// unsettled messages return to their destinations, temporary destinations
+// go.
+func (c *conn) shutdown() {
+	c.closeOnce.Do(func() { close(c.done) })
+	for _, s := range c.sessions {
+		s.closeAll(false)
+	}
+	for _, tx := range c.txns {
+		tx.Rollback(context.Background())
+	}
+	if c.globalEng != nil {
+		_ = c.globalEng.Close()
+	}
+	if c.eng != nil {
+		_ = c.eng.Close()
+	}
+	_ = c.nc.Close()
+}
+
+// send queues an item for the writer, waiting while the writer is behind.
+// It reports false when the connection is closing.
+func (c *conn) send(it outItem) bool {
+	select {
+	case c.out <- it:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+func (c *conn) sendFrame(ch uint16, body frames.Body) bool {
+	return c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: ch, Body: body}})
+}
+
+// fail closes the connection with an error condition.
+func (c *conn) fail(err error) {
+	if !c.failing.CompareAndSwap(false, true) {
+		return
+	}
+	ae := condOf(err)
+	c.log.Info("amqp connection closed with an error", slog.String("condition", string(ae.Cond)), slog.String("description", ae.Desc))
+	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: &types.Close{Error: ae.wire()}}, close: true})
+}
+
+// writeLoop writes queued frames, many per system call, and empty frames
+// when the connection has been quiet for half the peer's idle time-out.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	w := frames.NewWriter(bw, types.SpecMinMaxFrameSize)
+	var hb <-chan time.Time
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	wrote := false
+	var afters []func()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-hb:
+			if !wrote {
+				_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+				if w.WriteEmptyFrame() != nil || bw.Flush() != nil {
+					c.abort()
+					return
+				}
+			}
+			wrote = false
+			continue
+		case it := <-c.out:
+			closeAfter := false
+			for n := 0; ; n++ {
+				if it.setup != nil {
+					w.SetMaxFrameSize(it.setup.maxFrame)
+					if it.setup.heartbeat > 0 && ticker == nil {
+						ticker = time.NewTicker(it.setup.heartbeat)
+						hb = ticker.C
+					}
+				}
+				if it.header != nil {
+					b := it.header.Bytes()
+					_, _ = bw.Write(b[:])
+				} else if err := w.WriteFrame(it.fr); err != nil {
+					c.log.Warn("amqp frame not written", slog.Any("err", err))
+				}
+				if it.after != nil {
+					afters = append(afters, it.after)
+				}
+				closeAfter = closeAfter || it.close
+				if closeAfter || n >= 128 {
+					break
+				}
+				more := false
+				select {
+				case it = <-c.out:
+					more = true
+				default:
+				}
+				if !more {
+					break
+				}
+			}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			err := bw.Flush()
+			wrote = true
+			if err == nil {
+				for _, fn := range afters {
+					fn()
+				}
+			}
+			clear(afters)
+			afters = afters[:0]
+			if err != nil || closeAfter {
+				if closeAfter {
+					if tc, ok := c.nc.(*net.TCPConn); ok {
+						_ = tc.CloseWrite()
+					}
+					// Give the peer a moment to read the close.
+					time.Sleep(50 * time.Millisecond)
+				}
+				c.abort()
+				return
+			}
+		}
+	}
+}
+
+// serve runs the protocol: headers, SASL, open, then frames until close.
+func (c *conn) serve() error {
+	opts := &c.srv.opts
+	_ = c.nc.SetReadDeadline(time.Now().Add(opts.ConnectTimeout))
+	c.rd = frames.NewReader(bufio.NewReaderSize(c.nc, 64<<10), types.SpecMinMaxFrameSize)
+	h, err := c.rd.ReadProtocolHeader()
+	if err != nil {
+		c.refuseHeader()
+		return err
+	}
+	if !h.IsAMQP10() {
+		c.refuseHeader()
+		return fmt.Errorf("unsupported protocol header %s", h)
+	}
+	switch h.ID {
+	case frames.ProtocolSASL:
+		c.send(outItem{header: ptr(frames.NewProtocolHeader(frames.ProtocolSASL))})
+		if err := c.sasl(); err != nil {
+			return err
+		}
+		h, err = c.rd.ReadProtocolHeader()
+		if err != nil {
+			return err
+		}
+		if h.ID != frames.ProtocolAMQP || !h.IsAMQP10() {
+			c.send(outItem{header: ptr(frames.NewProtocolHeader(frames.ProtocolAMQP)), close: true})
+			return fmt.Errorf("protocol header %s after SASL", h)
+		}
+		c.send(outItem{header: ptr(frames.NewProtocolHeader(frames.ProtocolAMQP))})
+	case frames.ProtocolAMQP:
+		if opts.RequireSASL {
+			c.refuseHeader()
+			return errors.New("client skipped SASL, which is required")
+		}
+		c.send(outItem{header: ptr(frames.NewProtocolHeader(frames.ProtocolAMQP))})
+	default:
+		c.refuseHeader()
+		return fmt.Errorf("unsupported protocol header %s", h)
+	}
+
+	f, err := c.rd.ReadFrame()
+	if err != nil {
+		c.failRead(err)
+		return err
+	}
+	open, ok := f.Body.(*types.Open)
+	if !ok || f.Type != frames.TypeAMQP {
+		c.fail(errf(types.AMQPErrorIllegalState, "the first frame must be open, not %s", bodyName(f.Body)))
+		return nil
+	}
+	if err := c.open(open); err != nil {
+		c.fail(err)
+		return nil
+	}
+	for {
+		if c.idleTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.idleTimeout))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		f, err := c.rd.ReadFrame()
+		if err != nil {
+			c.failRead(err)
+			return err
+		}
+		stop, err := c.handle(f)
+		if err != nil {
+			c.fail(err)
+			return nil
+		}
+		if stop || c.failing.Load() {
+			return nil
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// refuseHeader answers an unusable protocol header with the header the
+// server speaks, then closes, as the specification asks.
+func (c *conn) refuseHeader() {
+	id := frames.ProtocolAMQP
+	if c.srv.opts.RequireSASL {
+		id = frames.ProtocolSASL
+	}
+	c.failing.Store(true)
+	c.send(outItem{header: ptr(frames.NewProtocolHeader(id)), close: true})
+}
+
+// failRead closes the connection for a read error with the condition that
+// says what was wrong.
+func (c *conn) failRead(err error) {
+	var ne net.Error
+	var de *types.DecodeError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return
+	case errors.As(err, &ne) && ne.Timeout():
+		c.fail(errf(types.AMQPErrorResourceLimitExceeded, "idle time-out: nothing received for %s", c.idleTimeout))
+	case errors.Is(err, frames.ErrFrameTooLarge):
+		c.fail(errf(types.ConnectionErrorFramingError, "%v", err))
+	case errors.Is(err, frames.ErrBadHeader), errors.Is(err, frames.ErrUnexpectedBody):
+		c.fail(errf(types.ConnectionErrorFramingError, "%v", err))
+	case errors.As(err, &de):
+		c.fail(errf(types.AMQPErrorDecodeError, "%v", err))
+	default:
+		c.fail(errf(types.ConnectionErrorFramingError, "%v", err))
+	}
+}
+
+func bodyName(b frames.Body) string {
+	if b == nil {
+		return "an empty frame"
+	}
+	name, _ := b.Descriptor()
+	return string(name)
+}
+
+// open handles the client's open and answers with the server's.
+func (c *conn) open(o *types.Open) error {
+	opts := &c.srv.opts
+	if o.MaxFrameSize < types.SpecMinMaxFrameSize {
+		return errf(types.AMQPErrorFrameSizeTooSmall, "max-frame-size %d is below the minimum of %d", o.MaxFrameSize, types.SpecMinMaxFrameSize)
+	}
+	c.containerID = o.ContainerID
+	c.remoteMaxFrame = o.MaxFrameSize
+	c.channelMax = min(o.ChannelMax, opts.ChannelMax)
+	if opts.IdleTimeout > 0 {
+		c.idleTimeout = opts.IdleTimeout
+	}
+	var heartbeat time.Duration
+	if t, ok := o.IdleTimeOut.Get(); ok && t > 0 {
+		heartbeat = time.Duration(t) * time.Millisecond / 2
+		heartbeat = max(heartbeat, 100*time.Millisecond)
+	}
+	eopts := opts.Connection
+	eopts.RemoteAddr = remoteAddr(c.nc)
+	eopts.Protocol = "amqp/1.0"
+	eng, err := c.srv.eng.Connect(eopts)
+	if err != nil {
+		return err
+	}
+	c.eng = eng
+	if o.ContainerID != "" {
+		// JMS clients put the client ID in container-id.
+		if err := eng.SetClientID(o.ContainerID); err != nil {
+			return err
+		}
+	}
+	eng.SetExceptionListener(func(err error) {
+		c.log.Info("engine reported a connection problem", slog.Any("err", err))
+	})
+	if c.prodSess, err = eng.CreateSession(engine.AutoAcknowledge); err != nil {
+		return err
+	}
+	if c.prod, err = c.prodSess.CreateProducer(message.Destination{}); err != nil {
+		return err
+	}
+	if err := eng.Start(); err != nil {
+		return err
+	}
+	reply := types.NewOpen()
+	reply.ContainerID = opts.ContainerID
+	reply.MaxFrameSize = opts.MaxFrameSize
+	reply.ChannelMax = opts.ChannelMax
+	if c.idleTimeout > 0 {
+		reply.IdleTimeOut = types.Some(types.Milliseconds(c.idleTimeout / time.Millisecond))
+	}
+	reply.OfferedCapabilities = []types.Symbol{capDelayed, capSharedSubs, capAnonymousRelay}
+	reply.Properties = types.Fields{
+		{Key: types.Symbol("product"), Value: "Sluice"},
+		{Key: types.Symbol("version"), Value: opts.Version},
+	}
+	c.rd.SetMaxFrameSize(opts.MaxFrameSize)
+	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: reply},
+		setup: &writerSetup{maxFrame: o.MaxFrameSize, heartbeat: heartbeat}})
+	return nil
+}
+
+// handle processes one frame after open. stop ends the connection
+// normally (close).
+func (c *conn) handle(f frames.Frame) (stop bool, err error) {
+	if f.Type != frames.TypeAMQP {
+		return false, errf(types.ConnectionErrorFramingError, "SASL frame after the SASL exchange")
+	}
+	switch b := f.Body.(type) {
+	case nil:
+		return false, nil
+	case *types.Open:
+		return false, errf(types.AMQPErrorIllegalState, "second open")
+	case *types.Close:
+		if b.Error != nil {
+			c.log.Debug("client closed with an error", slog.String("condition", string(b.Error.Condition)), slog.String("description", b.Error.Description))
+		}
+		done := make(chan struct{})
+		if c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: types.NewClose()}, after: func() { close(done) }}) {
+			select {
+			case <-done:
+			case <-c.done:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return true, nil
+	case *types.Begin:
+		return false, c.begin(f.Channel, b)
+	}
+	s := c.sessions[f.Channel]
+	if s == nil {
+		return false, errf(types.ConnectionErrorFramingError, "%s on channel %d, which has no session", bodyName(f.Body), f.Channel)
+	}
+	if end, ok := f.Body.(*types.End); ok {
+		s.remoteEnd(end)
+		return false, nil
+	}
+	if s.ending {
+		return false, nil // discarded until the peer's end
+	}
+	if err := s.handle(f); err != nil {
+		var se *sessionError
+		if errors.As(err, &se) {
+			s.endWith(se.err)
+			return false, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// sessionError ends a session (not the connection).
+type sessionError struct{ err *amqpError }
+
+func (e *sessionError) Error() string { return e.err.Error() }
+
+func sessionErr(cond types.ErrorCondition, format string, args ...any) error {
+	return &sessionError{err: errf(cond, format, args...)}
+}
+
+// begin handles a client's begin.
+func (c *conn) begin(ch uint16, b *types.Begin) error {
+	if _, ok := b.RemoteChannel.Get(); ok {
+		return errf(types.AMQPErrorNotAllowed, "begin with a remote-channel: the server does not begin sessions")
+	}
+	if ch > c.channelMax {
+		return errf(types.ConnectionErrorFramingError, "channel %d is above channel-max %d", ch, c.channelMax)
+	}
+	if _, dup := c.sessions[ch]; dup {
+		return errf(types.ConnectionErrorFramingError, "begin on channel %d, which already has a session", ch)
+	}
+	s := newSession(c, ch, b)
+	c.sessions[ch] = s
+	reply := types.NewBegin()
+	reply.RemoteChannel = types.Some(ch)
+	reply.NextOutgoingID = 0
+	reply.IncomingWindow = s.incomingWindow
+	reply.OutgoingWindow = 1<<32 - 1
+	reply.HandleMax = types.Handle(c.srv.opts.HandleMax)
+	c.sendFrame(ch, reply)
+	return nil
+}
+
+// engineFor returns the engine connection a subscription uses: the
+// connection's own, or (for global shared subscriptions, which no client
+// ID scopes) one without a client ID.
+func (c *conn) engineFor(global bool) (*engine.Connection, error) {
+	if !global || c.eng.ClientID() == "" {
+		return c.eng, nil
+	}
+	if c.globalEng == nil {
+		opts := c.srv.opts.Connection
+		opts.ClientID = ""
+		opts.RemoteAddr = remoteAddr(c.nc)
+		opts.Protocol = "amqp/1.0"
+		e, err := c.srv.eng.Connect(opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.Start(); err != nil {
+			_ = e.Close()
+			return nil, err
+		}
+		c.globalEng = e
+	}
+	return c.globalEng, nil
+}

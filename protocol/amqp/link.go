@@ -1,0 +1,882 @@
+package amqp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/protocol/amqp/frames"
+	"github.com/sluicemq/sluice/protocol/amqp/types"
+)
+
+// link is one attached link. role is the server's role: RoleSender when
+// the server sends messages to the client (a consumer), RoleReceiver when
+// the client sends to the server (a producer, or the transaction
+// coordinator).
+type link struct {
+	s      *session
+	handle uint32
+	name   string
+	role   types.Role
+
+	// Reader goroutine only.
+	detaching bool                // we sent a detach and wait for the peer's
+	ownTemp   message.Destination // a dynamic node this link made
+
+	// Receiving (the client sends).
+	dest            message.Destination // zero: anonymous relay (properties.to)
+	coordinator     bool
+	rcvCredit       uint32
+	deliveryCountIn uint32
+	inDelivery      bool
+	partial         []byte
+	curID           uint32
+	curSettled      bool
+	curState        types.DeliveryState
+
+	// Sending (the server sends).
+	engConn    *engine.Connection
+	engSess    *engine.Session
+	cons       *engine.Consumer
+	browser    *engine.Browser
+	kick       chan struct{} // wakes a browse loop
+	preSettled bool
+	maxPayload int
+	subName    string // durable subscription: deleted by a closed detach
+	durable    bool
+
+	closed atomic.Bool
+
+	mu           sync.Mutex
+	cond         *sync.Cond
+	dc           uint32 // delivery-count
+	credit       int64  // link credit as the server sees it
+	granted      int64  // credit given to the engine consumer, in total
+	queued       int64  // deliveries handed to the writer, in total
+	drainPending bool
+	waiting      bool // the delivery goroutine waits for credit
+}
+
+func (l *link) closedFlag() bool { return l.closed.Load() }
+
+// attach handles a client's attach.
+func (s *session) attach(a *types.Attach) error {
+	h := uint32(a.Handle)
+	if h > s.c.srv.opts.HandleMax {
+		return sessionErr(types.AMQPErrorResourceLimitExceeded, "handle %d is above handle-max %d", h, s.c.srv.opts.HandleMax)
+	}
+	if s.links[h] != nil {
+		return sessionErr(types.SessionErrorHandleInUse, "handle %d is already attached", h)
+	}
+	l := &link{s: s, handle: h, name: a.Name, kick: make(chan struct{}, 1)}
+	l.cond = sync.NewCond(&l.mu)
+	s.links[h] = l
+	if a.Role == types.RoleReceiver {
+		l.role = types.RoleSender
+		return l.attachSender(a)
+	}
+	l.role = types.RoleReceiver
+	return l.attachReceiver(a)
+}
+
+// refuse answers an attach the server cannot grant: an attach with no
+// source (or target) on its side, then a closing detach with the reason.
+func (l *link) refuse(a *types.Attach, e *amqpError) error {
+	reply := &types.Attach{Name: a.Name, Handle: a.Handle, Role: l.role, SndSettleMode: a.SndSettleMode, RcvSettleMode: a.RcvSettleMode}
+	if l.role == types.RoleSender {
+		reply.Target = a.Target
+		reply.InitialDeliveryCount = types.Some(types.SequenceNo(0))
+	} else {
+		reply.Source = a.Source
+	}
+	c := l.s.c
+	c.sendFrame(l.s.ch, reply)
+	l.s.detachWith(l, e)
+	return nil
+}
+
+// parseFilters reads the JMS selector and no-local filters and returns the
+// filter set the server accepts.
+func parseFilters(fs types.FilterSet) (sel string, noLocal bool, accepted types.FilterSet, err error) {
+	for _, e := range fs {
+		d, ok := e.Value.(types.Described)
+		if !ok {
+			continue
+		}
+		switch d.Descriptor {
+		case selectorFilterCode, selectorFilterName:
+			s, ok := d.Value.(string)
+			if !ok {
+				return "", false, nil, errf(types.AMQPErrorInvalidField, "the jms-selector filter must hold a string")
+			}
+			sel = s
+			accepted = append(accepted, e)
+		case noLocalFilterCode, noLocalFilterName:
+			noLocal = true
+			accepted = append(accepted, e)
+		}
+	}
+	return sel, noLocal, accepted, nil
+}
+
+// subscriptionName is a link name without the "|…" suffix Qpid JMS adds
+// to tell apart the links of one shared subscription.
+func subscriptionName(link string) string {
+	name, _, _ := strings.Cut(link, "|")
+	return name
+}
+
+func (c *conn) transferOverhead() int {
+	t := &types.Transfer{Handle: 1<<32 - 1, DeliveryID: types.Some(types.DeliveryNumber(1<<32 - 1)),
+		DeliveryTag: make([]byte, 8), MessageFormat: types.Some(types.MessageFormat(0)), Settled: types.Some(true), More: true}
+	b, _ := t.AppendAMQP(nil)
+	return len(b) + frames.HeaderSize + 8
+}
+
+// attachSender sets up a link on which the server sends: a consumer on a
+// queue or topic subscription, or a queue browser.
+func (l *link) attachSender(a *types.Attach) error {
+	c := l.s.c
+	src := a.Source
+	if src == nil {
+		return l.attachLookup(a)
+	}
+	sel, noLocal, accepted, err := parseFilters(src.Filter)
+	if err != nil {
+		return l.refuse(a, err.(*amqpError))
+	}
+	var dest message.Destination
+	if src.Dynamic {
+		kind := message.TempQueue
+		if hasCap(src.Capabilities, capTempTopic) || hasCap(src.Capabilities, capTopic) {
+			kind = message.TempTopic
+		}
+		if kind == message.TempQueue {
+			dest, err = c.prodSess.CreateTemporaryQueue()
+		} else {
+			dest, err = c.prodSess.CreateTemporaryTopic()
+		}
+		if err != nil {
+			return l.refuse(a, condOf(err))
+		}
+		l.ownTemp = dest
+	} else {
+		addr, ok := addressString(src.Address)
+		if !ok || addr == "" {
+			return l.refuse(a, errf(types.AMQPErrorInvalidField, "the source has no address"))
+		}
+		if dest, err = parseAddress(addr, kindFromCaps(src.Capabilities)); err != nil {
+			return l.refuse(a, errf(types.AMQPErrorInvalidField, "%v", err))
+		}
+	}
+	browse := src.DistributionMode == types.StdDistModeCopy
+	if browse && dest.Kind.IsTopic() {
+		return l.refuseTemp(a, errf(types.AMQPErrorNotAllowed, "topics cannot be browsed (distribution-mode copy): %s", renderAddress(dest)))
+	}
+	shared := hasCap(src.Capabilities, capShared)
+	global := hasCap(src.Capabilities, capGlobal)
+	durable := dest.Kind.IsTopic() && !src.Dynamic &&
+		(src.Durable != types.TerminusDurabilityNone || src.ExpiryPolicy == types.TerminusExpiryPolicyNever)
+	opts := engine.ConsumerOptions{Selector: sel, NoLocal: noLocal, CreditMode: engine.CreditManual}
+	if dest.Kind.IsTopic() && (durable || shared) {
+		opts.SubscriptionName = subscriptionName(a.Name)
+		opts.Durable = durable
+		opts.Shared = shared
+	}
+	engConn, err := c.engineFor(shared && global)
+	if err != nil {
+		return l.refuseTemp(a, condOf(err))
+	}
+	sess, err := engConn.CreateSession(engine.IndividualAcknowledge)
+	if err != nil {
+		return l.refuseTemp(a, condOf(err))
+	}
+	l.engConn, l.engSess = engConn, sess
+	if browse {
+		if l.browser, err = sess.CreateBrowser(dest, sel); err != nil {
+			_ = sess.Close()
+			l.engSess = nil
+			return l.refuseTemp(a, condOf(err))
+		}
+	} else {
+		if l.cons, err = sess.CreateConsumer(dest, opts); err != nil {
+			_ = sess.Close()
+			l.engSess = nil
+			return l.refuseTemp(a, condOf(err))
+		}
+	}
+	if opts.Durable {
+		l.durable, l.subName = true, opts.SubscriptionName
+	}
+	l.preSettled = a.SndSettleMode == types.SenderSettleModeSettled
+	maxFrame := min(c.remoteMaxFrame, c.srv.opts.MaxFrameSize)
+	l.maxPayload = int(maxFrame) - c.transferOverhead()
+	if l.maxPayload < 64 {
+		return l.refuseTemp(a, errf(types.AMQPErrorFrameSizeTooSmall, "max-frame-size %d leaves no room for a transfer", maxFrame))
+	}
+
+	rs := *src
+	rs.Filter = accepted
+	if src.Dynamic {
+		rs.Address = renderAddress(dest)
+		rs.Capabilities = append(append([]types.Symbol(nil), src.Capabilities...), capsOf(dest.Kind)...)
+	} else if kindFromCaps(src.Capabilities) == message.NoDest {
+		rs.Capabilities = append(append([]types.Symbol(nil), src.Capabilities...), capsOf(dest.Kind)...)
+	}
+	sndMode := a.SndSettleMode
+	if sndMode == types.SenderSettleModeMixed {
+		sndMode = types.SenderSettleModeUnsettled
+	}
+	reply := &types.Attach{Name: a.Name, Handle: a.Handle, Role: types.RoleSender,
+		SndSettleMode: sndMode, RcvSettleMode: a.RcvSettleMode,
+		Source: &rs, Target: a.Target, InitialDeliveryCount: types.Some(types.SequenceNo(0))}
+	c.sendFrame(l.s.ch, reply)
+	if browse {
+		go l.browseLoop()
+		return nil
+	}
+	if err := l.cons.SetListener(l.deliver); err != nil {
+		l.s.detachWith(l, condOf(err))
+	}
+	return nil
+}
+
+// refuseTemp refuses an attach and deletes the dynamic node it made.
+func (l *link) refuseTemp(a *types.Attach, e *amqpError) error {
+	if !l.ownTemp.IsZero() {
+		_ = l.s.c.eng.DeleteTemporary(l.ownTemp)
+		l.ownTemp = message.Destination{}
+	}
+	return l.refuse(a, e)
+}
+
+// attachLookup answers an attach without a source: Qpid JMS looks up a
+// durable subscription by link name this way before it deletes it with a
+// closed detach. The answer describes the subscription, or has no source
+// when there is none.
+func (l *link) attachLookup(a *types.Attach) error {
+	c := l.s.c
+	name := subscriptionName(a.Name)
+	global := hasCap(a.DesiredCapabilities, capGlobal) || strings.Contains(a.Name, "|global")
+	engConn, err := c.engineFor(global)
+	if err != nil {
+		return l.refuse(a, condOf(err))
+	}
+	clientID := engConn.ClientID()
+	var found *engine.SubscriptionInfo
+	for _, si := range c.srv.eng.Subscriptions() {
+		if si.Durable && si.Name == name && si.ClientID == clientID && si.ClientIDPolicy == engConn.ClientIDPolicy() {
+			found = &si
+			break
+		}
+	}
+	if found == nil {
+		return l.refuse(a, errf(types.AMQPErrorNotFound, "no durable subscription %q for client ID %q", name, clientID))
+	}
+	src := types.NewSource()
+	src.Address = found.Topic.Name
+	src.Durable = types.TerminusDurabilityUnsettledState
+	src.ExpiryPolicy = types.TerminusExpiryPolicyNever
+	src.Capabilities = []types.Symbol{capTopic}
+	if found.Shared {
+		src.Capabilities = append(src.Capabilities, capShared)
+		if global {
+			src.Capabilities = append(src.Capabilities, capGlobal)
+		}
+	}
+	if found.Selector != "" {
+		src.Filter = types.FilterSet{{Key: types.Symbol("jms-selector"),
+			Value: types.Described{Descriptor: selectorFilterName, Value: found.Selector}}}
+	}
+	if found.NoLocal {
+		src.Filter = append(src.Filter, types.MapEntry{Key: types.Symbol("no-local"),
+			Value: types.Described{Descriptor: noLocalFilterName, Value: []any{}}})
+	}
+	l.engConn, l.durable, l.subName = engConn, true, name
+	c.sendFrame(l.s.ch, &types.Attach{Name: a.Name, Handle: a.Handle, Role: types.RoleSender,
+		SndSettleMode: a.SndSettleMode, RcvSettleMode: a.RcvSettleMode,
+		Source: src, Target: a.Target, InitialDeliveryCount: types.Some(types.SequenceNo(0))})
+	return nil
+}
+
+// attachReceiver sets up a link on which the client sends: to a
+// destination, to the anonymous relay, or to the transaction coordinator.
+func (l *link) attachReceiver(a *types.Attach) error {
+	c := l.s.c
+	var replyTarget types.TargetArchetype = a.Target
+	switch t := a.Target.(type) {
+	case *types.Coordinator:
+		l.coordinator = true
+		replyTarget = &types.Coordinator{Capabilities: []types.TxnCapability{types.TxnCapabilityLocalTransactions}}
+	case *types.Target:
+		if t.Dynamic {
+			var err error
+			if hasCap(t.Capabilities, capTempTopic) || hasCap(t.Capabilities, capTopic) {
+				l.dest, err = c.prodSess.CreateTemporaryTopic()
+			} else {
+				l.dest, err = c.prodSess.CreateTemporaryQueue()
+			}
+			if err != nil {
+				return l.refuse(a, condOf(err))
+			}
+			l.ownTemp = l.dest
+			rt := *t
+			rt.Address = renderAddress(l.dest)
+			rt.Capabilities = append(append([]types.Symbol(nil), t.Capabilities...), capsOf(l.dest.Kind)...)
+			replyTarget = &rt
+			break
+		}
+		addr, ok := addressString(t.Address)
+		if !ok {
+			return l.refuse(a, errf(types.AMQPErrorInvalidField, "the target address must be a string"))
+		}
+		if addr != "" {
+			d, err := parseAddress(addr, kindFromCaps(t.Capabilities))
+			if err != nil {
+				return l.refuse(a, errf(types.AMQPErrorInvalidField, "%v", err))
+			}
+			// Resolving now refuses unknown destinations at attach, as JMS
+			// clients expect (InvalidDestinationException).
+			if _, err := c.prodSess.CreateProducer(d); err != nil {
+				return l.refuse(a, condOf(err))
+			}
+			l.dest = d
+		}
+	case nil:
+		// The anonymous relay: each message names its destination in "to".
+	default:
+		return l.refuse(a, errf(types.AMQPErrorNotImplemented, "unsupported target"))
+	}
+	l.rcvCredit = c.srv.opts.LinkCredit
+	reply := &types.Attach{Name: a.Name, Handle: a.Handle, Role: types.RoleReceiver,
+		SndSettleMode: a.SndSettleMode, RcvSettleMode: types.ReceiverSettleModeFirst,
+		Source: a.Source, Target: replyTarget, MaxMessageSize: types.Some(c.srv.opts.MaxMessageSize)}
+	c.sendFrame(l.s.ch, reply)
+	l.deliveryCountIn = uint32(a.InitialDeliveryCount.Or(0))
+	c.sendFrame(l.s.ch, l.receiverFlow())
+	return nil
+}
+
+// receiverFlow is the flow that grants the client credit on a receiving link.
+func (l *link) receiverFlow() *types.Flow {
+	f := l.s.sessionFlow()
+	f.Handle = types.Some(types.Handle(l.handle))
+	f.DeliveryCount = types.Some(types.SequenceNo(l.deliveryCountIn))
+	f.LinkCredit = types.Some(l.rcvCredit)
+	return f
+}
+
+// flow handles the link part of a client's flow.
+func (l *link) flow(f *types.Flow) error {
+	if l.role == types.RoleReceiver {
+		if f.Echo {
+			l.s.c.sendFrame(l.s.ch, l.receiverFlow())
+		}
+		return nil
+	}
+	l.mu.Lock()
+	if credit, ok := f.LinkCredit.Get(); ok {
+		rdc := uint32(f.DeliveryCount.Or(0))
+		d := rdc + credit - l.dc
+		if d > 1<<31 {
+			d = 0 // the client has not seen deliveries in flight yet
+		}
+		l.credit = int64(d)
+	}
+	if f.Drain {
+		l.drainPending = true
+	}
+	var grant int64
+	if l.cons != nil {
+		if need := l.credit - (l.granted - l.queued); need > 0 {
+			l.granted += need
+			grant = need
+		}
+	}
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	if grant > 0 {
+		l.cons.Flow(int(grant))
+	}
+	if l.browser != nil {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+	answered := false
+	if f.Drain && l.cons != nil {
+		back := l.cons.Drain()
+		l.mu.Lock()
+		l.granted -= int64(back)
+		fl := l.drainAnswerLocked()
+		l.mu.Unlock()
+		if fl != nil {
+			l.s.c.sendFrame(l.s.ch, fl)
+			answered = true
+		}
+	}
+	if f.Echo && !answered {
+		l.mu.Lock()
+		fl := l.senderFlowLocked(false)
+		l.mu.Unlock()
+		l.s.c.sendFrame(l.s.ch, fl)
+	}
+	return nil
+}
+
+// drainAnswerLocked returns the flow that answers a drain once every
+// message the engine dispatched within the credit has been written (or
+// the delivery goroutine waits for credit it will not get): the
+// delivery-count advanced by the unused credit, and credit 0. It returns
+// nil while the answer must wait.
+func (l *link) drainAnswerLocked() *types.Flow {
+	if !l.drainPending {
+		return nil
+	}
+	if l.cons != nil && l.granted-l.queued > 0 && !l.waiting {
+		return nil
+	}
+	l.drainPending = false
+	if l.credit > 0 {
+		l.dc += uint32(l.credit)
+		if l.cons != nil {
+			l.granted -= l.credit
+			l.granted = max(l.granted, l.queued)
+		}
+		l.credit = 0
+	}
+	return l.senderFlowLocked(true)
+}
+
+// senderFlowLocked is the flow stating the state of a sending link. It
+// reads the session's incoming state, which only the reader writes; the
+// values are advisory for a link flow.
+func (l *link) senderFlowLocked(drain bool) *types.Flow {
+	f := types.NewFlow()
+	s := l.s
+	s.mu.Lock()
+	f.NextOutgoingID = types.TransferNumber(s.nextOutgoingID)
+	f.NextIncomingID = types.Some(types.TransferNumber(s.nextIncomingID))
+	f.IncomingWindow = s.incomingWindow
+	s.mu.Unlock()
+	f.OutgoingWindow = 1<<32 - 1
+	f.Handle = types.Some(types.Handle(l.handle))
+	f.DeliveryCount = types.Some(types.SequenceNo(l.dc))
+	f.LinkCredit = types.Some(uint32(max(l.credit, 0)))
+	f.Drain = drain
+	return f
+}
+
+// waitCredit waits until the link has credit and takes one. It reports
+// false when the link closed.
+func (l *link) waitCredit() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.credit <= 0 && !l.closed.Load() {
+		l.waiting = true
+		if fl := l.drainAnswerLocked(); fl != nil {
+			l.mu.Unlock()
+			l.s.c.sendFrame(l.s.ch, fl)
+			l.mu.Lock()
+			continue
+		}
+		l.cond.Wait()
+	}
+	l.waiting = false
+	if l.closed.Load() {
+		return false
+	}
+	l.credit--
+	l.dc++
+	return true
+}
+
+// deliver is the engine listener of a consumer link: it writes the
+// delivery as one or more transfers.
+func (l *link) deliver(d message.Delivery) {
+	if l.closed.Load() {
+		return
+	}
+	am := fromEngine(d, time.Now().UnixMilli())
+	payload, err := am.AppendAMQP(nil)
+	if err != nil {
+		l.s.c.log.Warn("amqp message not encodable; released", "err", err)
+		_ = l.engSess.Settle(context.Background(), d.Tag, engine.Released)
+		return
+	}
+	if !l.waitCredit() {
+		return
+	}
+	l.sendDelivery(d.Tag, payload)
+	l.mu.Lock()
+	l.queued++
+	fl := l.drainAnswerLocked()
+	l.mu.Unlock()
+	if fl != nil {
+		l.s.c.sendFrame(l.s.ch, fl)
+	}
+}
+
+func deliveryTag(tag uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], tag)
+	i := 0
+	for i < 7 && b[i] == 0 {
+		i++
+	}
+	return append([]byte(nil), b[i:]...)
+}
+
+// sendDelivery writes one delivery, split into transfers that fit the
+// peer's max-frame-size, within the session's outgoing window. tag 0 marks
+// a browse delivery, which needs no acknowledgement.
+func (l *link) sendDelivery(tag uint64, payload []byte) bool {
+	s := l.s
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	off := 0
+	first := true
+	for first || off < len(payload) {
+		n := min(len(payload)-off, l.maxPayload)
+		if !s.reserveTransfer(l) {
+			return false
+		}
+		t := &types.Transfer{Handle: types.Handle(l.handle)}
+		if first {
+			s.mu.Lock()
+			id := s.nextDeliveryID
+			s.nextDeliveryID++
+			if !l.preSettled {
+				s.unsettled[id] = outDelivery{l: l, tag: tag}
+			}
+			s.mu.Unlock()
+			t.DeliveryID = types.Some(types.DeliveryNumber(id))
+			t.DeliveryTag = deliveryTag(tag)
+			t.MessageFormat = types.Some(types.MessageFormat(0))
+			t.Settled = types.Some(l.preSettled)
+		}
+		t.More = off+n < len(payload)
+		it := outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: s.ch, Body: t, Payload: payload[off : off+n]}}
+		if !t.More && l.preSettled && tag != 0 {
+			sess := l.engSess
+			it.after = func() { _ = sess.AcknowledgeAsync(tag) }
+		}
+		if !s.c.send(it) {
+			return false
+		}
+		off += n
+		first = false
+	}
+	return true
+}
+
+// browseLoop sends a browsing link's messages: the queue as it is, then
+// messages that arrive later, without consuming any.
+func (l *link) browseLoop() {
+	seen := map[string]bool{}
+	var items []message.Delivery
+	for !l.closed.Load() {
+		if len(items) == 0 {
+			if e, err := l.browser.Enumeration(); err == nil {
+				for e.HasMoreElements() {
+					d, err := e.NextElement()
+					if err != nil {
+						break
+					}
+					if !seen[d.Msg.ID] {
+						items = append(items, d)
+					}
+				}
+			}
+		}
+		l.mu.Lock()
+		if len(items) == 0 || l.credit <= 0 {
+			if l.drainPending {
+				fl := l.drainAnswerLocked()
+				l.mu.Unlock()
+				l.s.c.sendFrame(l.s.ch, fl)
+				continue
+			}
+			l.mu.Unlock()
+			select {
+			case <-l.kick:
+			case <-l.s.c.done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		l.credit--
+		l.dc++
+		l.mu.Unlock()
+		d := items[0]
+		items = items[1:]
+		seen[d.Msg.ID] = true
+		payload, err := fromEngine(d, time.Now().UnixMilli()).AppendAMQP(nil)
+		if err != nil {
+			continue
+		}
+		if !l.sendDelivery(0, payload) {
+			return
+		}
+	}
+}
+
+// settle applies the client's disposition of one delivery.
+func (l *link) settle(id uint32, tag uint64, st types.DeliveryState, settled bool) error {
+	ctx := context.Background()
+	c := l.s.c
+	var err error
+	if tag != 0 && l.engSess != nil {
+		switch x := st.(type) {
+		case nil:
+			if settled {
+				err = l.engSess.AcknowledgeAsync(tag)
+			}
+		case *types.Received:
+			return nil
+		case *types.TransactionalState:
+			tx := c.txns[txnKey(x.TxnID)]
+			if tx == nil {
+				l.s.detachWith(l, errf(types.TransactionErrorUnknownID, "disposition in transaction %x, which is not declared", x.TxnID))
+				return nil
+			}
+			switch x.Outcome.(type) {
+			case nil, *types.Accepted:
+				err = l.engSess.AcknowledgeIn(tx, tag)
+			default:
+				err = l.applyOutcome(ctx, tag, x.Outcome, settled)
+			}
+		default:
+			err = l.applyOutcome(ctx, tag, st, settled)
+		}
+	}
+	if err != nil {
+		c.log.Debug("amqp disposition not applied", "link", l.name, "err", err)
+		if errors.Is(err, engine.ErrIllegalState) {
+			err = nil // already settled (the link or session closed)
+		}
+	}
+	if !settled && isTerminal(st) {
+		c.sendFrame(l.s.ch, &types.Disposition{Role: types.RoleSender, First: types.DeliveryNumber(id), Settled: true, State: st})
+	}
+	return err
+}
+
+func (l *link) applyOutcome(ctx context.Context, tag uint64, st any, settled bool) error {
+	switch x := st.(type) {
+	case *types.Accepted:
+		if settled {
+			return l.engSess.AcknowledgeAsync(tag)
+		}
+		return l.engSess.Acknowledge(ctx, tag)
+	case *types.Released:
+		return l.engSess.Settle(ctx, tag, engine.Released)
+	case *types.Rejected:
+		return l.engSess.Settle(ctx, tag, engine.Rejected)
+	case *types.Modified:
+		// The engine cannot keep a message from one consumer, so
+		// undeliverable-here counts as a failed delivery too.
+		if x.DeliveryFailed.Value || x.UndeliverableHere.Value {
+			return l.engSess.Settle(ctx, tag, engine.Failed)
+		}
+		return l.engSess.Settle(ctx, tag, engine.Released)
+	}
+	return nil
+}
+
+// transfer handles one transfer frame on a receiving link.
+func (l *link) transfer(t *types.Transfer, payload []byte) error {
+	opts := &l.s.c.srv.opts
+	if !l.inDelivery {
+		id, ok := t.DeliveryID.Get()
+		if !ok {
+			l.s.detachWith(l, errf(types.AMQPErrorInvalidField, "the first transfer of a delivery has no delivery-id"))
+			return nil
+		}
+		if l.rcvCredit == 0 {
+			l.s.detachWith(l, errf(types.LinkErrorTransferLimitExceeded, "transfer without link credit"))
+			return nil
+		}
+		l.rcvCredit--
+		l.deliveryCountIn++
+		l.inDelivery = true
+		l.curID = uint32(id)
+		l.curSettled = t.Settled.Or(false)
+		l.curState = t.State
+		l.partial = nil
+	} else {
+		if id, ok := t.DeliveryID.Get(); ok && uint32(id) != l.curID {
+			l.s.detachWith(l, errf(types.AMQPErrorInvalidField, "delivery %d started before delivery %d ended", id, l.curID))
+			return nil
+		}
+		if t.Settled.Or(false) {
+			l.curSettled = true
+		}
+		if t.State != nil {
+			l.curState = t.State
+		}
+	}
+	if t.Aborted {
+		l.inDelivery = false
+		l.partial = nil
+		l.replenish()
+		return nil
+	}
+	if uint64(len(l.partial))+uint64(len(payload)) > opts.MaxMessageSize {
+		l.inDelivery = false
+		l.partial = nil
+		l.s.detachWith(l, errf(types.LinkErrorMessageSizeExceeded, "message larger than %d bytes", opts.MaxMessageSize))
+		return nil
+	}
+	if t.More {
+		l.partial = append(l.partial, payload...)
+		return nil
+	}
+	data := payload
+	if l.partial != nil {
+		data = append(l.partial, payload...)
+	}
+	l.partial = nil
+	l.inDelivery = false
+	l.received(l.curID, data, l.curSettled, l.curState)
+	l.replenish()
+	return nil
+}
+
+// replenish gives the client credit back once half is used.
+func (l *link) replenish() {
+	if l.detaching {
+		return
+	}
+	if full := l.s.c.srv.opts.LinkCredit; l.rcvCredit <= full/2 {
+		l.rcvCredit = full
+		l.s.c.sendFrame(l.s.ch, l.receiverFlow())
+	}
+}
+
+func txnKey(id any) string {
+	switch v := id.(type) {
+	case []byte:
+		return string(v)
+	case types.TransactionID:
+		return string(v)
+	}
+	return ""
+}
+
+// received handles one complete incoming message.
+func (l *link) received(id uint32, data []byte, settled bool, state types.DeliveryState) {
+	c := l.s.c
+	am, err := types.DecodeMessage(data)
+	if err != nil {
+		l.outcome(id, settled, nil, &types.Rejected{Error: errf(types.AMQPErrorDecodeError, "%v", err).wire()})
+		return
+	}
+	if l.coordinator {
+		l.coordinate(id, am, settled)
+		return
+	}
+	var txnID any
+	var tx *engine.Txn
+	if ts, ok := state.(*types.TransactionalState); ok {
+		txnID = ts.TxnID
+		if tx = c.txns[txnKey(ts.TxnID)]; tx == nil {
+			l.outcome(id, settled, nil, &types.Rejected{Error: errf(types.TransactionErrorUnknownID, "transaction %x is not declared", ts.TxnID).wire()})
+			return
+		}
+	}
+	in, err := toEngine(am)
+	if err != nil {
+		l.outcome(id, settled, txnID, &types.Rejected{Error: errf(types.AMQPErrorInvalidField, "%v", err).wire()})
+		return
+	}
+	dest := l.dest
+	if dest.IsZero() {
+		if in.to == "" {
+			l.outcome(id, settled, txnID, &types.Rejected{Error: errf(types.AMQPErrorInvalidField, "a message on the anonymous relay needs properties.to").wire()})
+			return
+		}
+		if dest, err = parseAddress(in.to, in.kind); err != nil {
+			l.outcome(id, settled, txnID, &types.Rejected{Error: errf(types.AMQPErrorInvalidField, "%v", err).wire()})
+			return
+		}
+	}
+	ctx := context.Background()
+	if tx != nil {
+		err = c.prod.SendIn(ctx, tx, dest, in.msg, in.opts)
+	} else {
+		err = c.prod.SendTo(ctx, dest, in.msg, in.opts)
+	}
+	if err != nil {
+		c.log.Debug("amqp message refused", "link", l.name, "err", err)
+		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
+		return
+	}
+	l.outcome(id, settled, txnID, &types.Accepted{})
+}
+
+// outcome settles an incoming delivery with its outcome (inside the
+// transactional state when it was sent in a transaction).
+func (l *link) outcome(id uint32, settled bool, txnID any, o types.Outcome) {
+	if settled {
+		return
+	}
+	var st types.DeliveryState = o.(types.DeliveryState)
+	if txnID != nil {
+		st = &types.TransactionalState{TxnID: txnID, Outcome: o}
+	}
+	l.s.c.sendFrame(l.s.ch, &types.Disposition{Role: types.RoleReceiver, First: types.DeliveryNumber(id), Settled: true, State: st})
+}
+
+// close detaches the link on the engine side. closed deletes what the link
+// made: its durable subscription and its dynamic node.
+func (l *link) close(ctx context.Context, closed bool) error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	s := l.s
+	s.mu.Lock()
+	for id, od := range s.unsettled {
+		if od.l == l {
+			delete(s.unsettled, id)
+		}
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	if l.browser != nil {
+		l.browser.Close()
+	}
+	if l.engSess != nil {
+		_ = l.engSess.Close()
+	}
+	l.partial = nil
+	var err error
+	if closed && l.durable && l.subName != "" && l.engConn != nil {
+		if sess, e := l.engConn.CreateSession(engine.AutoAcknowledge); e == nil {
+			err = sess.Unsubscribe(ctx, l.subName)
+			_ = sess.Close()
+			if errors.Is(err, engine.ErrIllegalState) && l.cons != nil {
+				err = nil // a shared subscription other links still use
+			}
+		}
+	}
+	if !l.ownTemp.IsZero() {
+		_ = s.c.eng.DeleteTemporary(l.ownTemp)
+	}
+	return err
+}

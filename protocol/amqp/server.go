@@ -1,0 +1,189 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+)
+
+// Options configure an AMQP server. Zero fields take the defaults.
+type Options struct {
+	// MaxFrameSize is the largest frame the server accepts, announced in
+	// open (default 1 MiB, at least 4096).
+	MaxFrameSize uint32
+	// ChannelMax is the highest channel (session) number a client may use
+	// (default 255).
+	ChannelMax uint16
+	// HandleMax is the highest link handle per session (default 1023).
+	HandleMax uint32
+	// IdleTimeout is announced in open: a client silent for longer is
+	// closed with amqp:resource-limit-exceeded (default 60s; negative
+	// disables it).
+	IdleTimeout time.Duration
+	// ConnectTimeout bounds the protocol header, SASL and open exchange
+	// (default 10s).
+	ConnectTimeout time.Duration
+	// SessionWindow is the incoming window of every session, in transfer
+	// frames (default 2048).
+	SessionWindow uint32
+	// LinkCredit is the credit given to each link a client sends on
+	// (default 500).
+	LinkCredit uint32
+	// MaxMessageSize bounds one incoming message, all its transfers
+	// together (default 64 MiB).
+	MaxMessageSize uint64
+	// MaxTransactions bounds the open transactions per connection
+	// (default 100).
+	MaxTransactions int
+	// RequireSASL refuses clients that skip the SASL layer.
+	RequireSASL bool
+	// DisableAnonymous refuses SASL ANONYMOUS.
+	DisableAnonymous bool
+	// Authenticate checks SASL PLAIN credentials; nil accepts any.
+	Authenticate func(user, password string) error
+	// Connection holds the connection-factory defaults of every client.
+	Connection engine.ConnectionOptions
+	// ContainerID is the server's container-id in open (default "sluice").
+	ContainerID string
+	// Version is announced as the open property "version".
+	Version string
+	// Logger receives connection-level logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxFrameSize == 0 {
+		o.MaxFrameSize = 1 << 20
+	}
+	o.MaxFrameSize = max(o.MaxFrameSize, 4096)
+	if o.ChannelMax == 0 {
+		o.ChannelMax = 255
+	}
+	if o.HandleMax == 0 {
+		o.HandleMax = 1023
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 60 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.SessionWindow == 0 {
+		o.SessionWindow = 2048
+	}
+	if o.LinkCredit == 0 {
+		o.LinkCredit = 500
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = 64 << 20
+	}
+	if o.MaxTransactions <= 0 {
+		o.MaxTransactions = 100
+	}
+	if o.ContainerID == "" {
+		o.ContainerID = "sluice"
+	}
+	if o.Version == "" {
+		o.Version = "0.0.0"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server serves AMQP 1.0 connections on the engine.
+type Server struct {
+	eng  *engine.Broker
+	opts Options
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer makes a server for eng.
+func NewServer(eng *engine.Broker, opts Options) *Server {
+	opts.defaults()
+	return &Server{eng: eng, opts: opts, lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Shutdown; it returns net.ErrClosed
+// then.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return net.ErrClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		go s.ServeConn(nc)
+	}
+}
+
+// ServeConn serves one already-accepted connection until it ends.
+func (s *Server) ServeConn(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	c.run()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting and closes every connection with
+// amqp:connection:forced (their unsettled messages go back to their
+// destinations), waiting until they are gone or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		_ = ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.forceClose()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
