@@ -1055,3 +1055,100 @@ func TestQuotas(t *testing.T) {
 		})
 	}
 }
+
+// Seed: "Closing a Session" and "Starting, Stopping, and Closing a
+// Connection": close "terminates the receipt of all pending messages"
+// (a waiting receive returns without a message) and "waits until all
+// message listeners that are currently processing messages have
+// completed".
+func TestCloseEndsPendingReceivesAndWaitsForListeners(t *testing.T) {
+	for _, what := range []string{"session", "connection"} {
+		t.Run(what, func(t *testing.T) {
+			h := newBroker(t, engine.Config{})
+			c := h.conn(engine.ConnectionOptions{})
+			s := h.session(c, engine.AutoAcknowledge)
+			waiting := consumer(t, s, queueB, engine.ConsumerOptions{})
+			listened := consumer(t, s, queueA, engine.ConsumerOptions{})
+			inside, release := make(chan struct{}), make(chan struct{})
+			if err := listened.SetListener(func(message.Delivery) { close(inside); <-release }); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Start()
+			pending := make(chan error, 1)
+			go func() {
+				_, ok, err := waiting.ReceiveTimeout(time.Minute)
+				if ok {
+					err = errors.New("got a message")
+				}
+				pending <- err
+			}()
+			send(t, h.session(c, engine.AutoAcknowledge), queueA, "x", engine.SendOptions{})
+			<-inside
+			closed := make(chan struct{})
+			go func() {
+				if what == "session" {
+					_ = s.Close()
+				} else {
+					_ = c.Close()
+				}
+				close(closed)
+			}()
+			select {
+			case <-closed:
+				t.Fatal("close returned while a listener was processing a message")
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(release)
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("close did not return after the listener completed")
+			}
+			select {
+			case err := <-pending:
+				if err != nil && !errors.Is(err, engine.ErrConsumerClosed) && !errors.Is(err, engine.ErrIllegalState) {
+					t.Fatalf("pending receive: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("pending receive not terminated by close")
+			}
+		})
+	}
+}
+
+// Seed: "if a message listener is executing at the time a problem occurs,
+// execution of the exception listener is blocked until the message
+// listener completes its execution."
+func TestExceptionListenerWaitsForMessageListener(t *testing.T) {
+	h := newBroker(t, engine.Config{})
+	h.create(queueA)
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	var mu sync.Mutex
+	var order []string
+	s.SetExceptionListener(func(err error) { mu.Lock(); order = append(order, "exception"); mu.Unlock() })
+	cons := consumer(t, s, queueA, engine.ConsumerOptions{})
+	inside, release := make(chan struct{}), make(chan struct{})
+	_ = cons.SetListener(func(message.Delivery) {
+		close(inside)
+		<-release
+		mu.Lock()
+		order = append(order, "message")
+		mu.Unlock()
+	})
+	_ = c.Start()
+	send(t, h.session(c, engine.AutoAcknowledge), queueA, "x", engine.SendOptions{})
+	<-inside
+	deleted := make(chan error, 1)
+	go func() { deleted <- h.b.DeleteDestination(context.Background(), queueA) }()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[message exception]" {
+		t.Fatalf("order %v", order)
+	}
+}
