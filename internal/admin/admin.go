@@ -1,38 +1,119 @@
 // Package admin serves Sluice's administrative HTTP listener: health and
-// readiness probes now, the management API, console and metrics as they
-// land. It reads the engine through the narrow Engine interface so it can
-// be tested without a network front-end.
+// readiness probes, the JSON management API (docs/admin-api.md,
+// docs/openapi.yaml), Prometheus metrics and the web console. It works on
+// the engine's management API (engine/admin.go) and knows nothing of the
+// network front-ends.
+//
+// Everything but /healthz and /readyz goes through Auth.Check, and every
+// request that changes something is refused when a browser sends it from
+// another origin (net/http.CrossOriginProtection).
 package admin
 
 import (
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicemq/sluice/engine"
 )
+
+// StoreStats are the store counters /metrics reports, when the broker has
+// a store that keeps them.
+type StoreStats struct {
+	Commits      uint64 // durable commits (journal syncs)
+	Updates      uint64 // updates confirmed
+	Ops          uint64 // writes confirmed
+	JournalBytes uint64 // bytes written to the journal
+	AppliedOps   uint64 // writes applied to the store behind the journal
+}
+
+// Options configure a Server.
+type Options struct {
+	// Version is reported by /healthz, the overview and sluice_build_info.
+	Version string
+	// Engine is the broker to manage; without it only the probes answer.
+	Engine *engine.Broker
+	// Auth holds the credentials; nil (or empty) means none are needed,
+	// which only a loopback listener may allow (CheckListen).
+	Auth *Auth
+	// StoreStats, when set, feeds the sluice_store_* metrics.
+	StoreStats func() StoreStats
+	// Logger receives the API's log lines (changes made, failures).
+	Logger *slog.Logger
+	// MaxImportBytes bounds an import request's body; 0 means 1 GiB.
+	MaxImportBytes int64
+}
 
 // Server is the admin HTTP handler.
 type Server struct {
+	opts    Options
+	eng     *engine.Broker
+	auth    *Auth
+	log     *slog.Logger
 	mux     *http.ServeMux
+	handler http.Handler
 	ready   atomic.Bool
-	version string
+	started time.Time
+	reg     *prometheus.Registry
 }
 
-// New builds the handler. version is reported by /healthz.
-func New(version string) *Server {
-	s := &Server{mux: http.NewServeMux(), version: version}
+// New builds the handler.
+func New(opts Options) *Server {
+	s := &Server{opts: opts, eng: opts.Engine, auth: opts.Auth, log: opts.Logger, mux: http.NewServeMux(), started: time.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.MaxImportBytes <= 0 {
+		s.opts.MaxImportBytes = 1 << 30
+	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if s.eng != nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(newCollector(s.eng, opts.Version, opts.StoreStats),
+			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+		s.routes()
+		s.console()
+	}
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused: the admin API accepts changes only from its own pages and from non-browser clients")
+	}))
+	s.handler = cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.eng != nil && s.unmatched(w, r) {
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	}))
 	return s
 }
+
+// Registry returns the Prometheus registry /metrics serves (nil without an
+// engine), for tests and for adding collectors.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
 // SetReady marks the broker ready (recovered and listening) or not.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	s.handler.ServeHTTP(w, r)
+}
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.version})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.opts.Version})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -43,8 +124,119 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// whoKey carries the authenticated principal in a request's context.
+type whoKey struct{}
+
+// authed wraps h with Auth.Check. A refused request gets 401 and a JSON
+// error; the basic-authentication challenge is left out for the console's
+// own requests, so that the browser shows the console's login form rather
+// than its own dialog.
+func (s *Server) authed(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who, err := s.auth.Check(r)
+		if err != nil {
+			if !s.auth.Enabled() {
+				writeError(w, http.StatusForbidden, err.Error())
+				return
+			}
+			if r.Header.Get("X-Sluice-Console") == "" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
+			}
+			s.log.Info("admin request refused", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path), slog.String("reason", err.Error()))
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		if who != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.log.Info("admin request", slog.String("user", who), slog.String("method", r.Method), slog.String("path", r.URL.Path))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handle(pattern string, fn http.HandlerFunc) {
+	s.mux.Handle(pattern, s.authed(fn))
+}
+
+// errorBody is every error answer: {"error": "..."} plus details where
+// they help (a selector's position, an import file's line).
+type errorBody struct {
+	Error    string    `json:"error"`
+	Code     string    `json:"code,omitempty"`
+	Position *position `json:"position,omitempty"`
+	Line     int       `json:"line,omitempty"`
+	Done     *int      `json:"done,omitempty"`
+}
+
+type position struct {
+	Offset int `json:"offset"`
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+// apiError is an error with its HTTP status, from request parsing.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, msg: sprintf(format, args...)}
+}
+
+// fail answers err with the status its kind calls for.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.failDone(w, r, err, nil)
+}
+
+// failDone is fail for an operation that may have done part of its work
+// (done counts the messages handled before the failure).
+func (s *Server) failDone(w http.ResponseWriter, r *http.Request, err error, done *int) {
+	body := errorBody{Error: err.Error(), Done: done}
+	status := http.StatusInternalServerError
+	var ae *apiError
+	var ee *engine.Error
+	var ie *engine.ImportError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		status = ae.status
+	case errors.As(err, &mbe):
+		status = http.StatusRequestEntityTooLarge
+	case errors.As(err, &ie):
+		status, body.Line = http.StatusBadRequest, ie.Line
+	case errors.Is(err, engine.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.As(err, &ee):
+		body.Code = ee.Code.String()
+		switch ee.Code {
+		case engine.CodeInvalidSelector:
+			status = http.StatusBadRequest
+			if p, ok := selectorPosition(err); ok {
+				body.Position = &p
+			}
+		case engine.CodeInvalidDestination, engine.CodeMessageFormat, engine.CodeInvalidClientID:
+			status = http.StatusBadRequest
+		case engine.CodeIllegalState, engine.CodeResourceAllocation:
+			status = http.StatusConflict
+		}
+	}
+	if status >= 500 {
+		s.log.Error("admin request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+	}
+	writeJSON(w, status, body)
 }

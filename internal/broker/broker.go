@@ -76,6 +76,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	auth, err := adminAuth(cfg)
+	if err != nil {
+		return nil, err
+	}
 	b := &Broker{cfg: cfg, log: log, addrs: map[string]net.Addr{}}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
@@ -103,7 +107,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		return nil, err
 	}
 	b.engine = eng
-	b.admin = admin.New(Version)
+	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, Logger: log.With(slog.String("component", "admin")),
+		StoreStats: func() admin.StoreStats {
+			st := b.store.Stats()
+			return admin.StoreStats{Commits: st.Commits, Updates: st.Updates, Ops: st.Ops, JournalBytes: st.Bytes, AppliedOps: st.Applied}
+		}})
 	if err := b.listen(); err != nil {
 		_ = b.Shutdown(context.Background())
 		return nil, err
@@ -167,6 +175,25 @@ func (b *Broker) serve(name, addr string, srv server) error {
 	}()
 	b.log.Info("listening", slog.String("protocol", name), slog.String("addr", ln.Addr().String()))
 	return nil
+}
+
+// adminAuth builds the admin listener's credentials from cfg.Admin and
+// refuses an admin address other machines could reach without them.
+func adminAuth(cfg config.Config) (*admin.Auth, error) {
+	users := make([]admin.User, len(cfg.Admin.Users))
+	for i, u := range cfg.Admin.Users {
+		users[i] = admin.User{Name: u.Name, PasswordHash: u.PasswordHash}
+	}
+	auth, err := admin.NewAuth(users, cfg.Admin.Tokens)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: admin: %w", err)
+	}
+	if addr := cfg.Listeners.Admin; addr != "" {
+		if err := admin.CheckListen(addr, auth); err != nil {
+			return nil, err
+		}
+	}
+	return auth, nil
 }
 
 // Engine returns the engine, for embedding and tests.

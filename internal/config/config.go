@@ -7,6 +7,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +58,23 @@ type Config struct {
 	// Destinations are per-destination policies, matched by name pattern;
 	// the first match wins.
 	Destinations []Destination `toml:"destination"`
+	// Admin holds the credentials of the admin listener (API, console,
+	// metrics). Without any, the admin listener may only bind loopback.
+	Admin Admin `toml:"admin"`
+}
+
+// Admin are the admin listener's users and bearer tokens. Secrets are
+// stored hashed: passwords with bcrypt (`sluice admin hash-password`),
+// tokens as "sha256:" and the hex SHA-256 (`sluice admin new-token`).
+type Admin struct {
+	Users  []AdminUser `toml:"users"`
+	Tokens []string    `toml:"tokens"`
+}
+
+// AdminUser is one admin user.
+type AdminUser struct {
+	Name         string `toml:"name"`
+	PasswordHash string `toml:"password_hash"`
 }
 
 // Listeners are the network addresses of the front-ends.
@@ -120,6 +138,7 @@ func Default() Config {
 		},
 		AutoCreate:         true,
 		ExpiryScanInterval: Duration(time.Second),
+		Admin:              Admin{Users: []AdminUser{}, Tokens: []string{}},
 	}
 }
 
@@ -194,12 +213,35 @@ func (c *Config) Validate() error {
 	if c.ExpiryScanInterval < 0 {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
+	errs = append(errs, c.Admin.validate()...)
 	for i := range c.Destinations {
 		if _, err := c.Destinations[i].compile(); err != nil {
 			errs = append(errs, fmt.Errorf("destination[%d] (match %q): %w", i, c.Destinations[i].Match, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks the shape of the admin credentials; the admin package
+// checks the hashes themselves when the broker starts.
+func (a *Admin) validate() []error {
+	var errs []error
+	for i, u := range a.Users {
+		if u.Name == "" {
+			errs = append(errs, fmt.Errorf("admin.users[%d]: name is empty", i))
+		}
+		h := u.PasswordHash
+		if len(h) != 60 || !(strings.HasPrefix(h, "$2a$") || strings.HasPrefix(h, "$2b$") || strings.HasPrefix(h, "$2y$")) {
+			errs = append(errs, fmt.Errorf("admin.users[%d] (%q): password_hash must be a bcrypt hash (make one with `sluice admin hash-password`)", i, u.Name))
+		}
+	}
+	for i, t := range a.Tokens {
+		hexPart, ok := strings.CutPrefix(t, "sha256:")
+		if _, err := hex.DecodeString(hexPart); !ok || err != nil || len(hexPart) != 64 {
+			errs = append(errs, fmt.Errorf("admin.tokens[%d]: want \"sha256:\" and 64 hex digits (make one with `sluice admin new-token`)", i))
+		}
+	}
+	return errs
 }
 
 // ConnectionOptions translates the connection-factory section.
