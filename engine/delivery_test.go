@@ -808,7 +808,7 @@ func TestScheduledMessagesDueTogetherKeepPriorityAndArrivalOrder(t *testing.T) {
 			if via == "schedule" {
 				pols.set(queueA, func(p *engine.Policy) { p.TimeToDeliverSchedule = sched.Next })
 				// Keep every send within one second.
-				for time.Until(sched.Next(time.Now())) < 300*time.Millisecond {
+				for time.Until(sched.Next(time.Now())) < 600*time.Millisecond {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
@@ -817,7 +817,7 @@ func TestScheduledMessagesDueTogetherKeepPriorityAndArrivalOrder(t *testing.T) {
 			s := h.session(c, engine.AutoAcknowledge)
 			cons := consumer(t, s, queueA, engine.ConsumerOptions{})
 			_ = c.Start()
-			due := time.Now().Add(300 * time.Millisecond).UnixMilli()
+			due := time.Now().Add(500 * time.Millisecond).UnixMilli()
 			prios := []uint8{1, 5, 9, 5, 1, 9, 0, 5}
 			var ms []*message.Message
 			for i, p := range prios {

@@ -599,7 +599,7 @@ func TestDeleteQueue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(20 * time.Millisecond) // let the receive block
+			time.Sleep(50 * time.Millisecond) // let the receive block (if not, it gets IllegalState)
 
 			if err := h.b.DeleteDestination(context.Background(), queueA); err != nil {
 				t.Fatal(err)
@@ -820,7 +820,7 @@ func TestDeleteDestinationBlockedSendsAndTransactions(t *testing.T) {
 		p, _ := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge).CreateProducer(queueA)
 		done := make(chan error, 1)
 		go func() { done <- p.Send(context.Background(), text("waits"), engine.SendOptions{}) }()
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // let the send reach the quota wait
 		select {
 		case err := <-done:
 			t.Fatalf("send over quota returned early: %v", err)
