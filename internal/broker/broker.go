@@ -20,6 +20,7 @@ import (
 	"github.com/sluicemq/sluice/engine/store/journal"
 	"github.com/sluicemq/sluice/internal/admin"
 	"github.com/sluicemq/sluice/internal/config"
+	"github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/stomp"
 )
 
@@ -133,6 +134,17 @@ func (b *Broker) listen() error {
 			Logger:          b.log.With(slog.String("component", "stomp")),
 		})
 		if err := b.serve("stomp", addr, srv); err != nil {
+			return err
+		}
+	}
+	if addr := b.cfg.Listeners.AMQP; addr != "" {
+		srv := amqp.NewServer(b.engine, amqp.Options{
+			Connection:  connOpts,
+			ContainerID: "sluice",
+			Version:     Version,
+			Logger:      b.log.With(slog.String("component", "amqp")),
+		})
+		if err := b.serve("amqp", addr, srv); err != nil {
 			return err
 		}
 	}
