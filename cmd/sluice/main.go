@@ -31,5 +31,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newScheduleCommand())
 	root.AddCommand(newSelectorCommand())
+	root.AddCommand(newBenchCommand())
 	return root
 }

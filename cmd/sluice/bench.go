@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	rpprof "runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sluicemq/sluice/internal/loadgen"
+)
+
+// newBenchCommand is "sluice bench": the load generator (package
+// internal/loadgen) against any STOMP or AMQP 1.0 broker, or an in-process
+// Sluice.
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load generator: measure a STOMP or AMQP 1.0 broker (Sluice or any other)",
+		Long: `Load generator for Sluice and for any other STOMP or AMQP 1.0 broker.
+
+Scenarios (every option below can change them):
+  queue       queue, 1 producer, 1 consumer, 1 KiB, non-persistent
+  persistent  queue, 1 producer, 1 consumer, 1 KiB, persistent, a receipt
+              (broker confirmation) per message before the next send
+  fanout      topic, 1 producer, 50 subscribers, 1 KiB, non-persistent
+
+Every run is bounded (--count or --duration). It reports the rates, the
+end-to-end latency percentiles (from a send timestamp in each message, so
+the clocks of producer and consumer are this machine's) and whether every
+message arrived exactly once per consumer. Each run uses a fresh destination
+(--prefix, the scenario and a run ID), so a broker's leftovers never count.
+
+Without --addr, a Sluice broker starts inside this process (temporary data
+directory, STOMP on 127.0.0.1:0); --cpuprofile then profiles it, client
+included. "sluice bench serve" runs such a broker alone, with a pprof
+endpoint, to profile the broker without the load generator.`,
+	}
+	cmd.AddCommand(newBenchSTOMPCommand(), newBenchAMQPCommand(), newBenchServeCommand(), newBenchSummarizeCommand())
+	return cmd
+}
+
+// benchFlags are the scenario options shared by every protocol.
+type benchFlags struct {
+	o          loadgen.Options
+	scenario   string
+	ack        string
+	jsonOut    bool
+	addr       string
+	data       string
+	cpuprofile string
+	pprofAddr  string
+}
+
+func (b *benchFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&b.addr, "addr", "", "broker address host:port (default: start a Sluice in this process)")
+	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent or fanout")
+	f.IntVar(&b.o.Count, "count", 0, "messages to send in all (default: 100000 for queue, 5000 for persistent and fanout, unless --duration)")
+	f.DurationVar(&b.o.Duration, "duration", 0, "send for this long instead (with --count too: whichever ends first)")
+	f.IntVar(&b.o.Size, "size", 1024, "body size in bytes")
+	f.IntVar(&b.o.Producers, "producers", 1, "producers, each on its own connection")
+	f.IntVar(&b.o.Consumers, "consumers", 0, "consumers of the queue or subscribers of the topic, each on its own connection (default 1; fanout 50)")
+	f.BoolVar(&b.o.Persistent, "persistent", false, "persistent messages (the persistent scenario sets it)")
+	f.BoolVar(&b.o.Receipts, "receipts", false, "a broker confirmation per message (the persistent scenario sets it)")
+	f.IntVar(&b.o.ReceiptWindow, "receipt-window", 1, "confirmations a producer may have outstanding")
+	f.StringVar(&b.ack, "ack", "auto", "consumer acknowledgement: auto, client (cumulative) or client-individual")
+	f.IntVar(&b.o.AckEvery, "ack-every", 1, "with --ack client: acknowledge every n-th message")
+	f.IntVar(&b.o.Prefetch, "prefetch", 0, "consumer prefetch (STOMP activemq.prefetchSize and prefetch-count; AMQP link credit); 0: the broker's default")
+	f.IntVar(&b.o.MaxBacklog, "max-backlog", 0, "hold producers while this many messages are sent but not yet received (0: no limit)")
+	f.StringVar(&b.o.Prefix, "prefix", "sluicebench", "destination name prefix; the scenario and a run ID follow")
+	f.StringVar(&b.o.Destination, "destination", "", "use this destination name as it is (a reused queue's leftovers are counted as foreign)")
+	f.DurationVar(&b.o.DrainTimeout, "drain-timeout", 10*time.Second, "after sending, give up once no message arrived for this long")
+	f.IntVar(&b.o.BrokerPID, "broker-pid", 0, "measure this process's CPU time (/proc/PID/stat) over the run")
+	f.StringVar(&b.o.Label, "label", "", "name of the broker in the report and in summaries (default: protocol and address)")
+	f.BoolVar(&b.jsonOut, "json", false, "print the report as JSON")
+	f.StringVar(&b.data, "data", "", "in-process Sluice: data directory (default: a temporary one, removed afterwards)")
+	f.StringVar(&b.cpuprofile, "cpuprofile", "", "in-process Sluice: write a CPU profile of this process (broker and load generator) to this file")
+	f.StringVar(&b.pprofAddr, "pprof", "", "in-process Sluice: serve net/http/pprof on this address during the run")
+}
+
+// options returns the loadgen options the flags describe.
+func (b *benchFlags) options(flags *pflag.FlagSet) (loadgen.Options, error) {
+	o := b.o
+	o.Scenario = loadgen.Scenario(b.scenario)
+	o.AckMode = loadgen.AckMode(b.ack)
+	if o.Scenario == loadgen.ScenarioPersistent {
+		if (flags.Changed("persistent") && !o.Persistent) || (flags.Changed("receipts") && !o.Receipts) {
+			return o, errors.New("the persistent scenario is persistent with receipts: use --scenario queue to turn either off")
+		}
+	}
+	if o.Count == 0 && o.Duration == 0 {
+		switch o.Scenario {
+		case loadgen.ScenarioQueue:
+			o.Count = 100000
+		default:
+			o.Count = 5000
+		}
+	}
+	if err := o.Resolve(); err != nil {
+		return o, err
+	}
+	if b.addr != "" && (b.cpuprofile != "" || b.pprofAddr != "" || b.data != "") {
+		return o, errors.New("--data, --cpuprofile and --pprof are for the in-process Sluice (no --addr)")
+	}
+	return o, nil
+}
+
+// run runs one benchmark with the driver newDriver makes for the address
+// (the in-process Sluice's when there is no --addr) and prints the report.
+func (b *benchFlags) run(cmd *cobra.Command, newDriver func(addr string) (loadgen.Driver, error)) error {
+	o, err := b.options(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	addr := b.addr
+	if addr == "" {
+		inproc, err := loadgen.StartInProcess(ctx, b.data, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = inproc.Stop() }()
+		addr = inproc.STOMPAddr() // its CPU time is in the report's client CPU
+		stopProf, err := startProfiling(cmd.ErrOrStderr(), b.cpuprofile, b.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	}
+	d, err := newDriver(addr)
+	if err != nil {
+		return err
+	}
+	rep, err := loadgen.Run(ctx, d, o)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(cmd.OutOrStdout(), rep, b.jsonOut); err != nil {
+		return err
+	}
+	if !rep.OK {
+		return errors.New("the run failed: see the report")
+	}
+	return nil
+}
+
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+func writeReport(w io.Writer, rep *loadgen.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(w)
+}
+
+// startProfiling starts a CPU profile into file and a pprof HTTP endpoint
+// on addr (either may be ""); the returned function stops both.
+func startProfiling(stderr io.Writer, file, addr string) (func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if file != "" {
+		f, err := os.Create(file)
+		if err != nil {
+			return nil, err
+		}
+		if err := rpprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { rpprof.StopCPUProfile(); _ = f.Close() })
+	}
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("pprof listener: %w", err)
+		}
+		runtime.SetMutexProfileFraction(100)
+		runtime.SetBlockProfileRate(100000)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		fmt.Fprintf(stderr, "pprof on http://%s/debug/pprof/\n", ln.Addr())
+		stops = append(stops, func() { _ = srv.Close() })
+	}
+	return stopAll, nil
+}
+
+// newBenchSTOMPCommand is "sluice bench stomp".
+func newBenchSTOMPCommand() *cobra.Command {
+	var (
+		b                     benchFlags
+		login, passcode, host string
+	)
+	cmd := &cobra.Command{
+		Use:   "stomp",
+		Short: "Benchmark a STOMP broker (default: an in-process Sluice)",
+		Example: `  sluice bench stomp --scenario queue
+  sluice bench stomp --addr 127.0.0.1:61613 --scenario persistent --count 5000
+  sluice bench stomp --addr 127.0.0.1:63613 --login guest --passcode guest --host / --scenario fanout --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return b.run(cmd, func(addr string) (loadgen.Driver, error) {
+				return loadgen.NewSTOMP(loadgen.STOMPConfig{Addr: addr, Login: login, Passcode: passcode, Host: host}), nil
+			})
+		},
+	}
+	b.register(cmd.Flags())
+	cmd.Flags().StringVar(&login, "login", "", "CONNECT login")
+	cmd.Flags().StringVar(&passcode, "passcode", "", "CONNECT passcode")
+	cmd.Flags().StringVar(&host, "host", "", `CONNECT host header (RabbitMQ reads it as the virtual host: give "/"); default the address's host`)
+	return cmd
+}
+
+// newBenchAMQPCommand is "sluice bench amqp".
+func newBenchAMQPCommand() *cobra.Command {
+	var (
+		b                         benchFlags
+		user, password, vhost     string
+		style                     string
+		sendWindow, defaultCredit int
+	)
+	cmd := &cobra.Command{
+		Use:   "amqp",
+		Short: "Benchmark an AMQP 1.0 broker",
+		Long: `Benchmark an AMQP 1.0 broker with the scenarios of "sluice bench".
+
+Producers send unsettled transfers and keep --send-window of them outstanding
+(with --receipts, as in the persistent scenario: --receipt-window, default 1:
+each send waits for the broker's settlement). Persistent messages are durable.
+Consumers with --ack auto ask the broker for pre-settled deliveries; with
+client acks they accept each message. --prefetch is the link credit.
+
+Sluice's AMQP 1.0 listener is not written yet, so --addr is required.`,
+		Example: `  sluice bench amqp --addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --scenario queue --ack client-individual --prefetch 100`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if b.addr == "" {
+				return errors.New("--addr is required: Sluice has no AMQP 1.0 listener yet")
+			}
+			switch loadgen.AddressStyle(style) {
+			case loadgen.AddressPlain, loadgen.AddressPrefix, loadgen.AddressRabbitMQ:
+			default:
+				return fmt.Errorf("--address-style %q: want plain, prefix or rabbitmq", style)
+			}
+			return b.run(cmd, func(addr string) (loadgen.Driver, error) {
+				return loadgen.NewAMQP(loadgen.AMQPConfig{Addr: addr, User: user, Password: password, VirtualHost: vhost,
+					Addresses: loadgen.AddressStyle(style), SendWindow: sendWindow, DefaultCredit: defaultCredit}), nil
+			})
+		},
+	}
+	b.register(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&user, "user", "", "SASL PLAIN user (default: SASL ANONYMOUS)")
+	f.StringVar(&password, "password", "", "SASL PLAIN password")
+	f.StringVar(&vhost, "vhost", "", `open frame hostname (RabbitMQ: "vhost:NAME"); default none`)
+	f.StringVar(&style, "address-style", "plain", "plain (name + queue/topic capability), prefix (queue://, topic://) or rabbitmq (/queue/, /topic/)")
+	f.IntVar(&sendWindow, "send-window", 1000, "unsettled sends a producer keeps outstanding without --receipts")
+	f.IntVar(&defaultCredit, "credit", 100, "link credit when --prefetch is 0")
+	return cmd
+}
+
+// newBenchServeCommand is "sluice bench serve": the in-process broker of
+// the benchmarks, alone, with profiling, until SIGINT or SIGTERM.
+func newBenchServeCommand() *cobra.Command {
+	var (
+		data, stompAddr, cpuprofile, pprofAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the benchmarks' Sluice alone, with pprof, until interrupted",
+		Long: `Run the Sluice broker that "sluice bench" starts in-process (temporary data
+directory unless --data, STOMP only) until SIGINT or SIGTERM, with a pprof
+endpoint and optionally a CPU profile of the whole run, so a load generator in
+another process ("sluice bench stomp --addr ...") can be profiled apart from
+the broker.`,
+		Example: `  sluice bench serve --stomp 127.0.0.1:61613 --pprof 127.0.0.1:6060 &
+  sluice bench stomp --addr 127.0.0.1:61613 --scenario queue
+  go tool pprof -top 'http://127.0.0.1:6060/debug/pprof/profile?seconds=10'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p, err := loadgen.StartInProcessAt(ctx, data, stompAddr, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				return err
+			}
+			stopProf, err := startProfiling(cmd.ErrOrStderr(), cpuprofile, pprofAddr)
+			if err != nil {
+				_ = p.Stop()
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice (pid %d) STOMP on %s\n", os.Getpid(), p.STOMPAddr())
+			<-ctx.Done()
+			stopProf()
+			return p.Stop()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory (default: a temporary one, removed afterwards)")
+	f.StringVar(&stompAddr, "stomp", "127.0.0.1:0", "STOMP listener address")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.StringVar(&pprofAddr, "pprof", "127.0.0.1:0", `serve net/http/pprof here ("" disables)`)
+	return cmd
+}
+
+// newBenchSummarizeCommand is "sluice bench summarize": medians and ratios
+// over --json reports.
+func newBenchSummarizeCommand() *cobra.Command {
+	var baseline string
+	cmd := &cobra.Command{
+		Use:   "summarize FILE...",
+		Short: "Medians per scenario and broker over --json reports, and the ratio to the better peer",
+		Long: `Read reports written by "sluice bench ... --json --label NAME" (one or more
+per file; "-" is standard input), group them by scenario, protocol and label,
+and print each group's medians: end-to-end messages/s (with the range),
+deliveries/s, latency p50 and p99, the broker's CPU seconds per 100k
+deliveries and the load generator's CPU seconds. Then, per scenario, the
+ratio of --baseline to the better of the other brokers, against issue 4's bar.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var reps []*loadgen.Report
+			for _, name := range args {
+				var r io.Reader = cmd.InOrStdin()
+				if name != "-" {
+					f, err := os.Open(name)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					r = f
+				}
+				got, err := loadgen.ReadReports(r)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				reps = append(reps, got...)
+			}
+			if len(reps) == 0 {
+				return errors.New("no reports")
+			}
+			return loadgen.WriteSummary(cmd.OutOrStdout(), reps, baseline)
+		},
+	}
+	cmd.Flags().StringVar(&baseline, "baseline", "sluice", "label of the broker to compare with the better of the others")
+	return cmd
+}

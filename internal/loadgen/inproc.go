@@ -1,0 +1,66 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/sluicemq/sluice/internal/broker"
+	"github.com/sluicemq/sluice/internal/config"
+)
+
+// InProcess is a Sluice broker started inside this process for a
+// benchmark: a temporary data directory, STOMP on 127.0.0.1:0, no AMQP and
+// no admin listener.
+type InProcess struct {
+	Broker *broker.Broker
+	dir    string
+	owned  bool
+}
+
+// StartInProcess starts a Sluice broker with its data in dir (a new
+// temporary directory when dir is "", removed by Stop) and STOMP on
+// 127.0.0.1:0.
+func StartInProcess(ctx context.Context, dir string, log *slog.Logger) (*InProcess, error) {
+	return StartInProcessAt(ctx, dir, "127.0.0.1:0", log)
+}
+
+// StartInProcessAt is StartInProcess with STOMP on stompAddr.
+func StartInProcessAt(ctx context.Context, dir, stompAddr string, log *slog.Logger) (*InProcess, error) {
+	owned := false
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sluice-bench-")
+		if err != nil {
+			return nil, err
+		}
+		dir, owned = d, true
+	}
+	cfg := config.Default()
+	cfg.Data = dir
+	cfg.Listeners = config.Listeners{STOMP: stompAddr}
+	cfg.LogLevel = "warn"
+	b, err := broker.Start(ctx, cfg, log)
+	if err != nil {
+		if owned {
+			_ = os.RemoveAll(dir)
+		}
+		return nil, fmt.Errorf("start in-process sluice: %w", err)
+	}
+	return &InProcess{Broker: b, dir: dir, owned: owned}, nil
+}
+
+// STOMPAddr is the bound STOMP address.
+func (p *InProcess) STOMPAddr() string { return p.Broker.Addr("stomp").String() }
+
+// Stop shuts the broker down and removes its temporary data directory.
+func (p *InProcess) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.Broker.Shutdown(ctx)
+	if p.owned {
+		_ = os.RemoveAll(p.dir)
+	}
+	return err
+}

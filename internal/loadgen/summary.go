@@ -1,0 +1,183 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Bars are issue 4's targets: Sluice's end-to-end rate over the better
+// peer's, per scenario.
+var Bars = map[Scenario]float64{
+	ScenarioQueue:      2,
+	ScenarioPersistent: 1.5,
+	ScenarioFanout:     2,
+}
+
+// ReadReports reads reports written with --json: one or more JSON values,
+// one after another.
+func ReadReports(r io.Reader) ([]*Report, error) {
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var out []*Report
+	for {
+		var rep Report
+		err := dec.Decode(&rep)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, &rep)
+	}
+}
+
+// Group is the runs of one scenario against one broker.
+type Group struct {
+	Scenario Scenario
+	Protocol string
+	Label    string
+	Runs     []*Report
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (g *Group) values(f func(*Report) float64) []float64 {
+	v := make([]float64, 0, len(g.Runs))
+	for _, r := range g.Runs {
+		v = append(v, f(r))
+	}
+	return v
+}
+
+// Median of a figure over the group's runs.
+func (g *Group) Median(f func(*Report) float64) float64 { return median(g.values(f)) }
+
+// Failed counts the runs that did not verify.
+func (g *Group) Failed() int {
+	n := 0
+	for _, r := range g.Runs {
+		if !r.OK {
+			n++
+		}
+	}
+	return n
+}
+
+func protocolOf(r *Report) string {
+	p, _, _ := strings.Cut(r.Target, " ")
+	return p
+}
+
+// GroupReports groups reports by scenario, protocol and label, in the
+// order they first appear.
+func GroupReports(reps []*Report) []*Group {
+	var out []*Group
+	for _, r := range reps {
+		var g *Group
+		for _, h := range out {
+			if h.Scenario == r.Options.Scenario && h.Label == r.Label && h.Protocol == protocolOf(r) {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &Group{Scenario: r.Options.Scenario, Protocol: protocolOf(r), Label: r.Label}
+			out = append(out, g)
+		}
+		g.Runs = append(g.Runs, r)
+	}
+	return out
+}
+
+// WriteSummary prints, per scenario, each broker's medians over its runs
+// and the ratio of baseline (a label, e.g. "sluice") to the better of the
+// others on the end-to-end message rate, against the bar where there is
+// one.
+func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
+	groups := GroupReports(reps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tprotocol\tbroker\truns\tmsg/s\t(min–max)\tdeliveries/s\tp50 ms\tp99 ms\tbroker CPU s/100k deliveries\tclient CPU s\tfailed\t")
+	for _, g := range groups {
+		rates := g.values(func(r *Report) float64 { return r.MessageRate })
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t(%.0f–%.0f)\t%.0f\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
+			g.Scenario, g.Protocol, g.Label, len(g.Runs), median(rates), slices.Min(rates), slices.Max(rates),
+			g.Median(func(r *Report) float64 { return r.DeliveryRate }),
+			g.Median(func(r *Report) float64 { return r.Latency.P50Ms }),
+			g.Median(func(r *Report) float64 { return r.Latency.P99Ms }),
+			cpuString(g),
+			g.Median(func(r *Report) float64 { return r.ClientCPU }),
+			g.Failed())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if baseline == "" {
+		return nil
+	}
+	fmt.Fprintln(w)
+	seen := map[string]bool{}
+	for _, g := range groups {
+		key := string(g.Scenario) + "/" + g.Protocol
+		if seen[key] || g.Label != baseline {
+			continue
+		}
+		seen[key] = true
+		var best *Group
+		for _, h := range groups {
+			if h.Scenario == g.Scenario && h.Protocol == g.Protocol && h.Label != baseline {
+				if best == nil || h.Median(func(r *Report) float64 { return r.MessageRate }) > best.Median(func(r *Report) float64 { return r.MessageRate }) {
+					best = h
+				}
+			}
+		}
+		if best == nil {
+			continue
+		}
+		mine := g.Median(func(r *Report) float64 { return r.MessageRate })
+		theirs := best.Median(func(r *Report) float64 { return r.MessageRate })
+		if theirs == 0 {
+			continue
+		}
+		ratio := mine / theirs
+		line := fmt.Sprintf("%s %s: %s / %s (better peer) = %.2f×", g.Scenario, g.Protocol, baseline, best.Label, ratio)
+		if bar, ok := Bars[g.Scenario]; ok && g.Protocol == "stomp" {
+			verdict := "MET"
+			if ratio < bar {
+				verdict = "NOT MET"
+			}
+			line += fmt.Sprintf("  (bar ≥ %.1f×: %s)", bar, verdict)
+		}
+		if cb, cp := g.Median(func(r *Report) float64 { return r.BrokerCPUPer100k }), best.Median(func(r *Report) float64 { return r.BrokerCPUPer100k }); cb > 0 && cp > 0 {
+			line += fmt.Sprintf("; CPU per 100k deliveries %.2fs vs %.2fs", cb, cp)
+		}
+		if n := g.Failed() + best.Failed(); n > 0 {
+			line += fmt.Sprintf("; %d run(s) failed verification", n)
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+func cpuString(g *Group) string {
+	v := g.Median(func(r *Report) float64 { return r.BrokerCPUPer100k })
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}

@@ -1,0 +1,175 @@
+#!/bin/bash
+# Side-by-side benchmark of Sluice against the peer brokers, in one run:
+# ActiveMQ Classic 5.17 (STOMP 62613) and RabbitMQ 3.10 (STOMP 63613, AMQP 1.0
+# on 5673), started with ../shared/peers/scripts, and `sluice serve` on free
+# ports with a temporary data directory.
+#
+# For each scenario (queue, persistent, fanout) it makes one unrecorded
+# warm-up run per broker, then ROUNDS rounds of Sluice, ActiveMQ, RabbitMQ in
+# turn (A B C A B C ...), and prints the medians, the ratio Sluice / better
+# peer against issue 4's bar, and each broker's CPU seconds per 100k
+# deliveries (from /proc/PID/stat over the measured part of each run).
+# AMQP 1.0 runs against RabbitMQ alone while Sluice has no AMQP listener.
+#
+# It installs nothing: it needs Go, and Debian's activemq and rabbitmq-server
+# packages (apt-get install -y activemq rabbitmq-server).
+#
+# Knobs (environment): ROUNDS (3), SCENARIOS ("queue persistent fanout"),
+# QUEUE_COUNT (50000), PERSISTENT_COUNT (3000), FANOUT_COUNT (2000, times 50
+# subscribers), AMQP (1: also AMQP 1.0 against RabbitMQ), AMQP_COUNT (30000),
+# RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
+# one under /tmp), EXTRA (more `sluice bench` flags for every run).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+PEERS=${PEERS:-$REPO/../shared/peers/scripts}
+ROUNDS=${ROUNDS:-3}
+SCENARIOS=${SCENARIOS:-"queue persistent fanout"}
+QUEUE_COUNT=${QUEUE_COUNT:-50000}
+PERSISTENT_COUNT=${PERSISTENT_COUNT:-3000}
+FANOUT_COUNT=${FANOUT_COUNT:-2000}
+AMQP=${AMQP:-1}
+AMQP_COUNT=${AMQP_COUNT:-30000}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+EXTRA=${EXTRA:-}
+OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
+mkdir -p "$OUT"
+
+AMQ_DIR=${AMQ_DIR:-/tmp/peers/amq}
+RMQ_DIR=${RMQ_DIR:-/tmp/peers/rmq}
+export AMQ_DIR RMQ_DIR
+
+missing=""
+[ -f /usr/share/activemq/bin/activemq.jar ] || missing="$missing activemq"
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing="$missing rabbitmq-server"
+command -v go >/dev/null || missing="$missing go"
+if [ -n "$missing" ]; then
+  echo "missing:$missing (this script installs nothing; e.g. apt-get install -y activemq rabbitmq-server)" >&2
+  exit 2
+fi
+[ -d "$PEERS" ] || { echo "no peer scripts in $PEERS" >&2; exit 2; }
+
+SLUICE="$OUT/sluice"
+SLUICE_PID=""
+STARTED_AMQ=0
+STARTED_RMQ=0
+
+cleanup() {
+  set +e
+  if [ -n "$SLUICE_PID" ] && kill -0 "$SLUICE_PID" 2>/dev/null; then
+    kill -TERM "$SLUICE_PID"
+    for _ in $(seq 1 60); do kill -0 "$SLUICE_PID" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$SLUICE_PID" 2>/dev/null && kill -KILL "$SLUICE_PID"
+    echo "sluice (pid $SLUICE_PID) stopped"
+  fi
+  rm -rf "$OUT/sluice-data"
+  [ "$STARTED_AMQ" = 1 ] && "$PEERS/amq-stop.sh"
+  [ "$STARTED_RMQ" = 1 ] && "$PEERS/rmq-stop.sh"
+  echo "reports kept in $OUT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== build"
+(cd "$REPO" && go build -o "$SLUICE" ./cmd/sluice)
+
+echo "== start the peers"
+out=$("$PEERS/amq-start.sh" --fresh 2>&1) || { echo "$out"; exit 1; }
+echo "$out"
+case "$out" in *"already running"*) ;; *) STARTED_AMQ=1 ;; esac
+out=$("$PEERS/rmq-start.sh" --fresh 2>&1) || { echo "$out"; exit 1; }
+echo "$out"
+case "$out" in *"already running"*) ;; *) STARTED_RMQ=1 ;; esac
+AMQ_PID=$(cat "$AMQ_DIR/run/activemq.pid")
+RMQ_PID=$(cat "$RMQ_DIR/run/rabbitmq.pid")
+
+echo "== start sluice"
+"$SLUICE" serve --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp "" --admin "" --log-level info 2> "$OUT/sluice.log" &
+SLUICE_PID=$!
+SLUICE_ADDR=""
+for _ in $(seq 1 100); do
+  SLUICE_ADDR=$(sed -n 's/.*msg=listening protocol=stomp addr=\([0-9.:]*\).*/\1/p' "$OUT/sluice.log" | head -1)
+  [ -n "$SLUICE_ADDR" ] && break
+  kill -0 "$SLUICE_PID" 2>/dev/null || { cat "$OUT/sluice.log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$SLUICE_ADDR" ] || { echo "sluice did not report its STOMP address"; cat "$OUT/sluice.log"; exit 1; }
+echo "sluice pid $SLUICE_PID, STOMP $SLUICE_ADDR"
+
+# target LABEL: the address, pid and flags of a broker.
+declare -A ADDR PID FLAGS
+ADDR[sluice]=$SLUICE_ADDR;       PID[sluice]=$SLUICE_PID; FLAGS[sluice]=""
+ADDR[activemq]=127.0.0.1:62613;  PID[activemq]=$AMQ_PID;  FLAGS[activemq]=""
+ADDR[rabbitmq]=127.0.0.1:63613;  PID[rabbitmq]=$RMQ_PID;  FLAGS[rabbitmq]="--host / --login guest --passcode guest"
+BROKERS="sluice activemq rabbitmq"
+
+count_of() {
+  case "$1" in
+    queue) echo "$QUEUE_COUNT" ;;
+    persistent) echo "$PERSISTENT_COUNT" ;;
+    fanout) echo "$FANOUT_COUNT" ;;
+  esac
+}
+
+FAILS=0
+# run FILE PROTOCOL LABEL SCENARIO COUNT FLAGS...: one bounded run, its JSON
+# report appended to FILE.
+run() {
+  local file=$1 proto=$2 label=$3 scenario=$4 count=$5; shift 5
+  local tmp="$OUT/last.json" rc=0
+  # shellcheck disable=SC2086
+  timeout "$RUN_TIMEOUT" "$SLUICE" bench "$proto" --scenario "$scenario" --count "$count" --label "$label" --json "$@" $EXTRA > "$tmp" 2> "$OUT/last.err" || rc=$?
+  if [ -s "$tmp" ]; then
+    cat "$tmp" >> "$file"
+    printf '  %-10s %-6s %-10s %s\n' "$scenario" "$proto" "$label" \
+      "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, cpu/100k \(.broker_cpu_seconds_per_100k // "-") s, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
+  else
+    printf '  %-10s %-6s %-10s FAILED (exit %s): %s\n' "$scenario" "$proto" "$label" "$rc" "$(tr '\n' ' ' < "$OUT/last.err")"
+  fi
+  [ "$rc" = 0 ] || FAILS=$((FAILS + 1))
+  return 0
+}
+
+stomp_run() { # FILE LABEL SCENARIO COUNT
+  local label=$2
+  # shellcheck disable=SC2086
+  run "$1" stomp "$label" "$3" "$4" --addr "${ADDR[$label]}" --broker-pid "${PID[$label]}" ${FLAGS[$label]}
+}
+
+echo "== machine"
+echo "cpus: $(nproc); loadavg: $(cat /proc/loadavg)"
+echo "busiest processes:"; ps -eo pcpu,pid,comm --sort=-pcpu | head -6
+echo "loadavg before: $(cat /proc/loadavg)" > "$OUT/machine.txt"
+
+for scenario in $SCENARIOS; do
+  count=$(count_of "$scenario")
+  echo "== $scenario: warm-up (not recorded), then $ROUNDS rounds of $count messages"
+  for b in $BROKERS; do stomp_run "$OUT/warmup.json" "$b" "$scenario" $(( (count + 4) / 5 )); done
+  for r in $(seq 1 "$ROUNDS"); do
+    echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+    for b in $BROKERS; do stomp_run "$OUT/reports.json" "$b" "$scenario" "$count"; done
+  done
+done
+
+if [ "$AMQP" = 1 ]; then
+  # RabbitMQ 3.10's AMQP 1.0 plugin stalls consumers that accept each
+  # message (its credit bug), so the consumer takes pre-settled deliveries
+  # (--ack auto) with a credit of 1000; producers send unsettled, 1000
+  # outstanding (queue) or one at a time, durable (persistent).
+  AFLAGS="--addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --ack auto --prefetch 1000 --broker-pid $RMQ_PID"
+  echo "== AMQP 1.0 against RabbitMQ (Sluice has no AMQP 1.0 listener yet): warm-up, then $ROUNDS rounds"
+  # shellcheck disable=SC2086
+  run "$OUT/warmup.json" amqp rabbitmq queue $(( (AMQP_COUNT + 4) / 5 )) $AFLAGS
+  for r in $(seq 1 "$ROUNDS"); do
+    # shellcheck disable=SC2086
+    run "$OUT/reports.json" amqp rabbitmq queue "$AMQP_COUNT" $AFLAGS
+    # shellcheck disable=SC2086
+    run "$OUT/reports.json" amqp rabbitmq persistent "$PERSISTENT_COUNT" $AFLAGS
+  done
+fi
+
+echo "loadavg after: $(cat /proc/loadavg)" >> "$OUT/machine.txt"
+echo "== summary (medians over $ROUNDS rounds; msg/s is end to end: sent, over the time until the last delivery)"
+cat "$OUT/machine.txt"
+"$SLUICE" bench summarize --baseline sluice "$OUT/reports.json" | tee "$OUT/summary.txt"
+[ "$FAILS" = 0 ] || echo "$FAILS run(s) failed or did not verify: see above"
