@@ -153,6 +153,7 @@ func (b *Broker) Connect(opts ConnectionOptions) (*Connection, error) {
 		opts:     opts,
 		sessions: map[*Session]struct{}{},
 		temps:    map[message.Destination]*destination{},
+		txns:     map[*Txn]struct{}{},
 		created:  b.now(),
 	}
 	c.gateCond = sync.NewCond(&c.mu)

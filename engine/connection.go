@@ -89,6 +89,7 @@ type Connection struct {
 	clientID string
 	sessions map[*Session]struct{}
 	temps    map[message.Destination]*destination
+	txns     map[*Txn]struct{} // explicit transactions still open
 	closed   bool
 	onErr    func(error)
 	created  time.Time
@@ -317,10 +318,24 @@ func (c *Connection) BeginTxn() (*Txn, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	return c.newTxn(), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errorf(CodeIllegalState, "connection is closed")
+	}
+	t := c.newTxn()
+	c.txns[t] = struct{}{}
+	return t, nil
 }
 
 func (c *Connection) newTxn() *Txn { return &Txn{b: c.b, conn: c} }
+
+// forgetTxn is told that an explicit transaction ended.
+func (c *Connection) forgetTxn(t *Txn) {
+	c.mu.Lock()
+	delete(c.txns, t)
+	c.mu.Unlock()
+}
 
 // createTemporary makes a temporary queue or topic owned by c.
 func (c *Connection) createTemporary(kind message.DestKind) (message.Destination, error) {
@@ -371,6 +386,15 @@ func (c *Connection) Close() error {
 		ss = append(ss, s)
 	}
 	c.mu.Unlock()
+	c.mu.Lock()
+	txns := make([]*Txn, 0, len(c.txns))
+	for t := range c.txns {
+		txns = append(txns, t)
+	}
+	c.mu.Unlock()
+	for _, t := range txns {
+		t.abandon()
+	}
 	for _, s := range ss {
 		_ = s.Close()
 	}

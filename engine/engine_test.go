@@ -727,3 +727,28 @@ func TestNonPersistentNeverTouchesDisk(t *testing.T) {
 		t.Fatalf("non-persistent sends wrote %d store ops", after.Ops-before.Ops)
 	}
 }
+
+func TestOpenExplicitTransactionRolledBackOnCloseWithoutDelay(t *testing.T) {
+	h := newBroker(t, engine.Config{})
+	c := h.conn(engine.ConnectionOptions{RedeliveryDelay: time.Hour})
+	s := h.session(c, engine.ClientAcknowledge)
+	send(t, s, queueA, "work", engine.SendOptions{})
+	cons := consumer(t, s, queueA, engine.ConsumerOptions{})
+	_ = c.Start()
+	d := recv(t, cons)
+	tx, err := c.BeginTxn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AcknowledgeIn(tx, d.Tag); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close() // the transaction is left open
+	c2 := h.conn(engine.ConnectionOptions{})
+	cons2 := consumer(t, h.session(c2, engine.AutoAcknowledge), queueA, engine.ConsumerOptions{})
+	_ = c2.Start()
+	d = recv(t, cons2) // at once: no redelivery delay for work left uncommitted
+	if body(d) != "work" || !d.Redelivered {
+		t.Fatalf("got %q redelivered %v", body(d), d.Redelivered)
+	}
+}

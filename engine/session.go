@@ -204,8 +204,8 @@ const (
 	Rejected
 )
 
-// Settle ends a delivery other than by acknowledging it. Cumulative applies
-// to CLIENT_ACKNOWLEDGE sessions as in Acknowledge.
+// Settle ends one delivery other than by acknowledging it (never
+// cumulatively, whatever the session's mode).
 func (s *Session) Settle(ctx context.Context, tag uint64, outcome Outcome) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -346,7 +346,7 @@ func (s *Session) Close() error {
 		br.Close()
 	}
 	if s.txn != nil {
-		s.txn.Rollback(context.Background())
+		s.txn.abandon()
 	}
 	ds, _ := s.takePending(0, false)
 	s.conn.b.requeue(context.Background(), refsOf(ds), false, 0)

@@ -51,6 +51,7 @@ func (t *Txn) Commit(ctx context.Context) error {
 	sends, acks := t.sends, t.acks
 	t.sends, t.acks = nil, nil
 	t.mu.Unlock()
+	t.conn.forgetTxn(t)
 
 	var plan []*ref
 	for _, s := range sends {
@@ -78,6 +79,17 @@ func (t *Txn) Commit(ctx context.Context) error {
 // Rollback discards the sends and redelivers the acknowledged messages with
 // the redelivery delay of the session that acknowledged them.
 func (t *Txn) Rollback(ctx context.Context) {
+	t.rollback(ctx, true)
+}
+
+// abandon rolls back a transaction its client left open (connection or
+// session closed): the acknowledged messages come back without a
+// redelivery delay, as the seed requires for work left uncommitted.
+func (t *Txn) abandon() {
+	t.rollback(context.Background(), false)
+}
+
+func (t *Txn) rollback(ctx context.Context, failed bool) {
 	t.mu.Lock()
 	if t.done {
 		t.mu.Unlock()
@@ -87,7 +99,8 @@ func (t *Txn) Rollback(ctx context.Context) {
 	acks := t.acks
 	t.sends, t.acks = nil, nil
 	t.mu.Unlock()
-	t.b.requeue(ctx, acks, true, t.ackDelay)
+	t.conn.forgetTxn(t)
+	t.b.requeue(ctx, acks, failed, t.ackDelay)
 }
 
 // byQueue calls fn once per queue with that queue's refs, in order.
