@@ -95,7 +95,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		_ = st.Close()
 		return nil, err
 	}
+	dests, err := cfg.EngineDestinations()
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	eng, err := engine.New(ctx, engine.Config{
+		Destinations:       dests,
 		Store:              st,
 		Logger:             log.With(slog.String("component", "engine")),
 		Policy:             policy,

@@ -61,6 +61,49 @@ type Config struct {
 	// Admin holds the credentials of the admin listener (API, console,
 	// metrics). Without any, the admin listener may only bind loopback.
 	Admin Admin `toml:"admin"`
+	// ConfiguredDestinations exist from the start, with their creation
+	// times (WebLogic's CreationTime): at restart, persistent messages of an
+	// older incarnation are discarded, and a store holding a newer one stops
+	// the broker.
+	ConfiguredDestinations []ConfiguredDestination `toml:"configured_destination"`
+}
+
+// ConfiguredDestination is one [[configured_destination]] section.
+type ConfiguredDestination struct {
+	// Kind is "queue" or "topic".
+	Kind string `toml:"kind"`
+	// Name is the destination's name.
+	Name string `toml:"name"`
+	// Created is this incarnation's creation time; left out, whatever the
+	// store holds is kept.
+	Created time.Time `toml:"created"`
+}
+
+// EngineDestinations translates the configured destinations.
+func (c *Config) EngineDestinations() ([]engine.ConfiguredDestination, error) {
+	out := make([]engine.ConfiguredDestination, 0, len(c.ConfiguredDestinations))
+	seen := map[message.Destination]bool{}
+	for i, d := range c.ConfiguredDestinations {
+		var kind message.DestKind
+		switch d.Kind {
+		case "queue":
+			kind = message.Queue
+		case "topic":
+			kind = message.Topic
+		default:
+			return nil, fmt.Errorf("configured_destination[%d]: kind %q: want queue or topic", i, d.Kind)
+		}
+		if d.Name == "" {
+			return nil, fmt.Errorf("configured_destination[%d]: name is empty", i)
+		}
+		dest := message.Destination{Kind: kind, Name: d.Name}
+		if seen[dest] {
+			return nil, fmt.Errorf("configured_destination[%d]: %s is configured twice", i, dest)
+		}
+		seen[dest] = true
+		out = append(out, engine.ConfiguredDestination{Destination: dest, Created: d.Created})
+	}
+	return out, nil
 }
 
 // Admin are the admin listener's users and bearer tokens. Secrets are
@@ -136,8 +179,9 @@ func Default() Config {
 			RedeliveryLimit: -1,
 			Prefetch:        engine.DefaultPrefetch,
 		},
-		AutoCreate:         true,
-		ExpiryScanInterval: Duration(time.Second),
+		AutoCreate:             true,
+		ExpiryScanInterval:     Duration(time.Second),
+		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:              Admin{Users: []AdminUser{}, Tokens: []string{}},
 	}
 }
@@ -214,6 +258,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
 	errs = append(errs, c.Admin.validate()...)
+	if _, err := c.EngineDestinations(); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range c.Destinations {
 		if _, err := c.Destinations[i].compile(); err != nil {
 			errs = append(errs, fmt.Errorf("destination[%d] (match %q): %w", i, c.Destinations[i].Match, err))

@@ -580,3 +580,26 @@ func TestDurationText(t *testing.T) {
 		t.Errorf("UnmarshalText(90) accepted a duration without a unit")
 	}
 }
+
+func TestConfiguredDestinations(t *testing.T) {
+	created := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	cfg := Default()
+	cfg.ConfiguredDestinations = []ConfiguredDestination{{Kind: "queue", Name: "orders", Created: created}, {Kind: "topic", Name: "news"}}
+	got, err := cfg.EngineDestinations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Destination.Name != "orders" || !got[0].Created.Equal(created) || !got[1].Destination.Kind.IsTopic() {
+		t.Fatalf("got %+v", got)
+	}
+	for _, bad := range [][]ConfiguredDestination{
+		{{Kind: "bucket", Name: "x"}},
+		{{Kind: "queue"}},
+		{{Kind: "queue", Name: "a"}, {Kind: "queue", Name: "a"}},
+	} {
+		cfg.ConfiguredDestinations = bad
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}
