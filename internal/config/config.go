@@ -182,7 +182,7 @@ func Default() Config {
 		AutoCreate:             true,
 		ExpiryScanInterval:     Duration(time.Second),
 		ConfiguredDestinations: []ConfiguredDestination{},
-		Admin:              Admin{Users: []AdminUser{}, Tokens: []string{}},
+		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},
 	}
 }
 
