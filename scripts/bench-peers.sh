@@ -9,14 +9,15 @@
 # turn (A B C A B C ...), and prints the medians, the ratio Sluice / better
 # peer against issue 4's bar, and each broker's CPU seconds per 100k
 # deliveries (from /proc/PID/stat over the measured part of each run).
-# AMQP 1.0 runs against RabbitMQ alone while Sluice has no AMQP listener.
+# Then the same for AMQP 1.0 (queue and persistent), Sluice against RabbitMQ's
+# AMQP 1.0 plugin (Debian's activemq has no AMQP transport).
 #
 # It installs nothing: it needs Go, and Debian's activemq and rabbitmq-server
 # packages (apt-get install -y activemq rabbitmq-server).
 #
 # Knobs (environment): ROUNDS (3), SCENARIOS ("queue persistent fanout"),
 # QUEUE_COUNT (50000), PERSISTENT_COUNT (3000), FANOUT_COUNT (2000, times 50
-# subscribers), AMQP (1: also AMQP 1.0 against RabbitMQ), AMQP_COUNT (30000),
+# subscribers), AMQP (1: also AMQP 1.0, Sluice and RabbitMQ), AMQP_COUNT (30000),
 # RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
 # one under /tmp), EXTRA (more `sluice bench` flags for every run).
 set -euo pipefail
@@ -84,7 +85,7 @@ AMQ_PID=$(cat "$AMQ_DIR/run/activemq.pid")
 RMQ_PID=$(cat "$RMQ_DIR/run/rabbitmq.pid")
 
 echo "== start sluice"
-"$SLUICE" serve --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp "" --admin "" --log-level info 2> "$OUT/sluice.log" &
+"$SLUICE" serve --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --log-level info 2> "$OUT/sluice.log" &
 SLUICE_PID=$!
 SLUICE_ADDR=""
 for _ in $(seq 1 100); do
@@ -94,7 +95,8 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$SLUICE_ADDR" ] || { echo "sluice did not report its STOMP address"; cat "$OUT/sluice.log"; exit 1; }
-echo "sluice pid $SLUICE_PID, STOMP $SLUICE_ADDR"
+SLUICE_AMQP=$(sed -n 's/.*msg=listening protocol=amqp addr=\([0-9.:]*\).*/\1/p' "$OUT/sluice.log" | head -1)
+echo "sluice pid $SLUICE_PID, STOMP $SLUICE_ADDR, AMQP 1.0 ${SLUICE_AMQP:-none}"
 
 # target LABEL: the address, pid and flags of a broker.
 declare -A ADDR PID FLAGS
@@ -122,7 +124,7 @@ run() {
   if [ -s "$tmp" ]; then
     cat "$tmp" >> "$file"
     printf '  %-10s %-6s %-10s %s\n' "$scenario" "$proto" "$label" \
-      "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, cpu/100k \(.broker_cpu_seconds_per_100k // "-") s, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
+      "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
   else
     printf '  %-10s %-6s %-10s FAILED (exit %s): %s\n' "$scenario" "$proto" "$label" "$rc" "$(tr '\n' ' ' < "$OUT/last.err")"
   fi
@@ -153,18 +155,26 @@ done
 
 if [ "$AMQP" = 1 ]; then
   # RabbitMQ 3.10's AMQP 1.0 plugin stalls consumers that accept each
-  # message (its credit bug), so the consumer takes pre-settled deliveries
-  # (--ack auto) with a credit of 1000; producers send unsettled, 1000
-  # outstanding (queue) or one at a time, durable (persistent).
-  AFLAGS="--addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --ack auto --prefetch 1000 --broker-pid $RMQ_PID"
-  echo "== AMQP 1.0 against RabbitMQ (Sluice has no AMQP 1.0 listener yet): warm-up, then $ROUNDS rounds"
-  # shellcheck disable=SC2086
-  run "$OUT/warmup.json" amqp rabbitmq queue $(( (AMQP_COUNT + 4) / 5 )) $AFLAGS
-  for r in $(seq 1 "$ROUNDS"); do
+  # message (its credit bug), so consumers take pre-settled deliveries
+  # (--ack auto) with a credit of 1000, on both brokers; producers send
+  # unsettled, 1000 outstanding (queue) or one at a time, durable
+  # (persistent: each waits for the broker's settlement).
+  declare -A AFLAGS
+  AFLAGS[sluice]="--addr ${SLUICE_AMQP:-none} --broker-pid $SLUICE_PID"
+  AFLAGS[rabbitmq]="--addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --broker-pid $RMQ_PID"
+  ABROKERS="rabbitmq"
+  [ -n "$SLUICE_AMQP" ] && ABROKERS="sluice rabbitmq"
+  for scenario in queue persistent; do
+    count=$AMQP_COUNT
+    [ "$scenario" = persistent ] && count=$PERSISTENT_COUNT
+    echo "== AMQP 1.0 $scenario: warm-up (not recorded), then $ROUNDS rounds of $count messages"
     # shellcheck disable=SC2086
-    run "$OUT/reports.json" amqp rabbitmq queue "$AMQP_COUNT" $AFLAGS
-    # shellcheck disable=SC2086
-    run "$OUT/reports.json" amqp rabbitmq persistent "$PERSISTENT_COUNT" $AFLAGS
+    for b in $ABROKERS; do run "$OUT/warmup.json" amqp "$b" "$scenario" $(( (count + 4) / 5 )) ${AFLAGS[$b]} --ack auto --prefetch 1000; done
+    for r in $(seq 1 "$ROUNDS"); do
+      echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+      # shellcheck disable=SC2086
+      for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000; done
+    done
   done
 fi
 

@@ -45,7 +45,7 @@ message arrived exactly once per consumer. Each run uses a fresh destination
 (--prefix, the scenario and a run ID), so a broker's leftovers never count.
 
 Without --addr, a Sluice broker starts inside this process (temporary data
-directory, STOMP on 127.0.0.1:0); --cpuprofile then profiles it, client
+directory, STOMP or AMQP 1.0 on 127.0.0.1:0); --cpuprofile then profiles it, client
 included. "sluice bench serve" runs such a broker alone, with a pprof
 endpoint, to profile the broker without the load generator.`,
 	}
@@ -120,7 +120,7 @@ func (b *benchFlags) options(flags *pflag.FlagSet) (loadgen.Options, error) {
 
 // run runs one benchmark with the driver newDriver makes for the address
 // (the in-process Sluice's when there is no --addr) and prints the report.
-func (b *benchFlags) run(cmd *cobra.Command, newDriver func(addr string) (loadgen.Driver, error)) error {
+func (b *benchFlags) run(cmd *cobra.Command, amqp bool, newDriver func(addr string) (loadgen.Driver, error)) error {
 	o, err := b.options(cmd.Flags())
 	if err != nil {
 		return err
@@ -129,12 +129,20 @@ func (b *benchFlags) run(cmd *cobra.Command, newDriver func(addr string) (loadge
 	defer stop()
 	addr := b.addr
 	if addr == "" {
-		inproc, err := loadgen.StartInProcess(ctx, b.data, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		stompAddr, amqpAddr := "127.0.0.1:0", ""
+		if amqp {
+			stompAddr, amqpAddr = "", "127.0.0.1:0"
+		}
+		inproc, err := loadgen.StartInProcessAt(ctx, b.data, stompAddr, amqpAddr, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return err
 		}
 		defer func() { _ = inproc.Stop() }()
-		addr = inproc.STOMPAddr() // its CPU time is in the report's client CPU
+		// Its CPU time is in the report's client CPU.
+		addr = inproc.STOMPAddr()
+		if amqp {
+			addr = inproc.AMQPAddr()
+		}
 		stopProf, err := startProfiling(cmd.ErrOrStderr(), b.cpuprofile, b.pprofAddr)
 		if err != nil {
 			return err
@@ -230,7 +238,7 @@ func newBenchSTOMPCommand() *cobra.Command {
   sluice bench stomp --addr 127.0.0.1:63613 --login guest --passcode guest --host / --scenario fanout --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return b.run(cmd, func(addr string) (loadgen.Driver, error) {
+			return b.run(cmd, false, func(addr string) (loadgen.Driver, error) {
 				return loadgen.NewSTOMP(loadgen.STOMPConfig{Addr: addr, Login: login, Passcode: passcode, Host: host}), nil
 			})
 		},
@@ -261,19 +269,21 @@ each send waits for the broker's settlement). Persistent messages are durable.
 Consumers with --ack auto ask the broker for pre-settled deliveries; with
 client acks they accept each message. --prefetch is the link credit.
 
-Sluice's AMQP 1.0 listener is not written yet, so --addr is required.`,
-		Example: `  sluice bench amqp --addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --scenario queue --ack client-individual --prefetch 100`,
-		Args:    cobra.NoArgs,
+Without --addr, a Sluice broker starts inside this process with its AMQP 1.0
+listener on 127.0.0.1:0.`,
+		Example: `  sluice bench amqp --scenario queue
+  sluice bench amqp --addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --scenario queue --ack client-individual --prefetch 100`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if b.addr == "" {
-				return errors.New("--addr is required: Sluice has no AMQP 1.0 listener yet")
-			}
 			switch loadgen.AddressStyle(style) {
 			case loadgen.AddressPlain, loadgen.AddressPrefix, loadgen.AddressRabbitMQ:
 			default:
 				return fmt.Errorf("--address-style %q: want plain, prefix or rabbitmq", style)
 			}
-			return b.run(cmd, func(addr string) (loadgen.Driver, error) {
+			if b.o.Prefetch == 0 {
+				b.o.Prefetch = defaultCredit // so the report shows the credit in use
+			}
+			return b.run(cmd, true, func(addr string) (loadgen.Driver, error) {
 				return loadgen.NewAMQP(loadgen.AMQPConfig{Addr: addr, User: user, Password: password, VirtualHost: vhost,
 					Addresses: loadgen.AddressStyle(style), SendWindow: sendWindow, DefaultCredit: defaultCredit}), nil
 			})
@@ -294,13 +304,13 @@ Sluice's AMQP 1.0 listener is not written yet, so --addr is required.`,
 // the benchmarks, alone, with profiling, until SIGINT or SIGTERM.
 func newBenchServeCommand() *cobra.Command {
 	var (
-		data, stompAddr, cpuprofile, pprofAddr string
+		data, stompAddr, amqpAddr, cpuprofile, pprofAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the benchmarks' Sluice alone, with pprof, until interrupted",
 		Long: `Run the Sluice broker that "sluice bench" starts in-process (temporary data
-directory unless --data, STOMP only) until SIGINT or SIGTERM, with a pprof
+directory unless --data, no admin listener) until SIGINT or SIGTERM, with a pprof
 endpoint and optionally a CPU profile of the whole run, so a load generator in
 another process ("sluice bench stomp --addr ...") can be profiled apart from
 the broker.`,
@@ -311,7 +321,7 @@ the broker.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			p, err := loadgen.StartInProcessAt(ctx, data, stompAddr, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			p, err := loadgen.StartInProcessAt(ctx, data, stompAddr, amqpAddr, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if err != nil {
 				return err
 			}
@@ -320,7 +330,7 @@ the broker.`,
 				_ = p.Stop()
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sluice (pid %d) STOMP on %s\n", os.Getpid(), p.STOMPAddr())
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice (pid %d) STOMP on %q, AMQP 1.0 on %q\n", os.Getpid(), p.STOMPAddr(), p.AMQPAddr())
 			<-ctx.Done()
 			stopProf()
 			return p.Stop()
@@ -328,7 +338,8 @@ the broker.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&data, "data", "", "data directory (default: a temporary one, removed afterwards)")
-	f.StringVar(&stompAddr, "stomp", "127.0.0.1:0", "STOMP listener address")
+	f.StringVar(&stompAddr, "stomp", "127.0.0.1:0", `STOMP listener address ("" disables)`)
+	f.StringVar(&amqpAddr, "amqp", "127.0.0.1:0", `AMQP 1.0 listener address ("" disables)`)
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.StringVar(&pprofAddr, "pprof", "127.0.0.1:0", `serve net/http/pprof here ("" disables)`)
 	return cmd

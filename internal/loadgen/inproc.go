@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 )
 
 // InProcess is a Sluice broker started inside this process for a
-// benchmark: a temporary data directory, STOMP on 127.0.0.1:0, no AMQP and
-// no admin listener.
+// benchmark: a temporary data directory, STOMP (and AMQP 1.0 when asked)
+// on 127.0.0.1:0, no admin listener.
 type InProcess struct {
 	Broker *broker.Broker
 	dir    string
@@ -24,11 +25,12 @@ type InProcess struct {
 // temporary directory when dir is "", removed by Stop) and STOMP on
 // 127.0.0.1:0.
 func StartInProcess(ctx context.Context, dir string, log *slog.Logger) (*InProcess, error) {
-	return StartInProcessAt(ctx, dir, "127.0.0.1:0", log)
+	return StartInProcessAt(ctx, dir, "127.0.0.1:0", "", log)
 }
 
-// StartInProcessAt is StartInProcess with STOMP on stompAddr.
-func StartInProcessAt(ctx context.Context, dir, stompAddr string, log *slog.Logger) (*InProcess, error) {
+// StartInProcessAt is StartInProcess with STOMP on stompAddr and AMQP 1.0
+// on amqpAddr ("" disables either).
+func StartInProcessAt(ctx context.Context, dir, stompAddr, amqpAddr string, log *slog.Logger) (*InProcess, error) {
 	owned := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "sluice-bench-")
@@ -39,7 +41,7 @@ func StartInProcessAt(ctx context.Context, dir, stompAddr string, log *slog.Logg
 	}
 	cfg := config.Default()
 	cfg.Data = dir
-	cfg.Listeners = config.Listeners{STOMP: stompAddr}
+	cfg.Listeners = config.Listeners{STOMP: stompAddr, AMQP: amqpAddr}
 	cfg.LogLevel = "warn"
 	b, err := broker.Start(ctx, cfg, log)
 	if err != nil {
@@ -51,8 +53,18 @@ func StartInProcessAt(ctx context.Context, dir, stompAddr string, log *slog.Logg
 	return &InProcess{Broker: b, dir: dir, owned: owned}, nil
 }
 
-// STOMPAddr is the bound STOMP address.
-func (p *InProcess) STOMPAddr() string { return p.Broker.Addr("stomp").String() }
+// STOMPAddr is the bound STOMP address ("" when disabled).
+func (p *InProcess) STOMPAddr() string { return addrString(p.Broker.Addr("stomp")) }
+
+// AMQPAddr is the bound AMQP 1.0 address ("" when disabled).
+func (p *InProcess) AMQPAddr() string { return addrString(p.Broker.Addr("amqp")) }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
 
 // Stop shuts the broker down and removes its temporary data directory.
 func (p *InProcess) Stop() error {

@@ -274,3 +274,99 @@ func TestParseStat(t *testing.T) {
 		t.Fatal("want an error")
 	}
 }
+
+// startSluiceAMQP runs an in-process Sluice with only its AMQP 1.0 listener.
+func startSluiceAMQP(t *testing.T) *AMQP {
+	t.Helper()
+	p, err := StartInProcessAt(context.Background(), t.TempDir(), "", "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return NewAMQP(AMQPConfig{Addr: p.AMQPAddr()})
+}
+
+func TestAMQPScenarios(t *testing.T) {
+	d := startSluiceAMQP(t)
+	for _, tc := range []struct {
+		name       string
+		o          Options
+		deliveries int64
+	}{
+		{"queue-presettled", Options{Scenario: ScenarioQueue, Count: 2000, Prefetch: 200}, 2000},
+		{"queue-accept", Options{Scenario: ScenarioQueue, Count: 2000, AckMode: AckClientIndividual}, 2000},
+		{"persistent", Options{Scenario: ScenarioPersistent, Count: 200}, 200},
+		{"persistent-window", Options{Scenario: ScenarioPersistent, Count: 1000, ReceiptWindow: 16, AckMode: AckClientIndividual}, 1000},
+		{"fanout", Options{Scenario: ScenarioFanout, Count: 200, Consumers: 6}, 1200},
+		{"many", Options{Scenario: ScenarioQueue, Count: 1001, Producers: 2, Consumers: 3, MaxBacklog: 100}, 1001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(context.Background(), d, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReport(t, r, int64(tc.o.Count), tc.deliveries)
+		})
+	}
+}
+
+func TestAMQPAddresses(t *testing.T) {
+	o := Options{Destination: "d"}
+	for _, tc := range []struct {
+		style AddressStyle
+		topic bool
+		want  string
+		caps  []string
+	}{
+		{AddressPlain, false, "d", []string{"queue"}},
+		{AddressPlain, true, "d", []string{"topic"}},
+		{AddressPrefix, false, "queue://d", nil},
+		{AddressRabbitMQ, true, "/topic/d", nil},
+	} {
+		o.Topic = tc.topic
+		got, caps := NewAMQP(AMQPConfig{Addresses: tc.style}).address(&o)
+		if got != tc.want || strings.Join(caps, ",") != strings.Join(tc.caps, ",") {
+			t.Errorf("%s topic=%v: %q %v, want %q %v", tc.style, tc.topic, got, caps, tc.want, tc.caps)
+		}
+	}
+}
+
+// TestPeerBrokers runs the scenarios against real peer brokers when their
+// addresses are given, e.g. SLUICE_BENCH_STOMP=127.0.0.1:62613 or
+// SLUICE_BENCH_RABBITMQ=1 (RabbitMQ's STOMP 63613 and AMQP 1.0 5673 with
+// guest/guest), as ../shared/peers/scripts start them.
+func TestPeerBrokers(t *testing.T) {
+	var drivers []Driver
+	if addr := os.Getenv("SLUICE_BENCH_STOMP"); addr != "" {
+		drivers = append(drivers, NewSTOMP(STOMPConfig{Addr: addr}))
+	}
+	if os.Getenv("SLUICE_BENCH_RABBITMQ") != "" {
+		drivers = append(drivers,
+			NewSTOMP(STOMPConfig{Addr: "127.0.0.1:63613", Login: "guest", Passcode: "guest", Host: "/"}),
+			// Pre-settled consumers: RabbitMQ 3.10's AMQP 1.0 plugin stalls
+			// consumers that accept each message.
+			NewAMQP(AMQPConfig{Addr: "127.0.0.1:5673", User: "guest", Password: "guest", Addresses: AddressRabbitMQ, DefaultCredit: 1000}))
+	}
+	if len(drivers) == 0 {
+		t.Skip("no peer broker: set SLUICE_BENCH_STOMP=HOST:PORT or SLUICE_BENCH_RABBITMQ=1")
+	}
+	for _, d := range drivers {
+		for _, o := range []Options{
+			{Scenario: ScenarioQueue, Count: 2000},
+			{Scenario: ScenarioPersistent, Count: 200},
+			{Scenario: ScenarioFanout, Count: 100, Consumers: 10},
+		} {
+			t.Run(d.Name()+"/"+string(o.Scenario), func(t *testing.T) {
+				r, err := Run(context.Background(), d, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkReport(t, r, int64(o.Count), int64(o.Count)*int64(max(1, o.Consumers)))
+			})
+		}
+	}
+}

@@ -12,12 +12,11 @@ import (
 	"text/tabwriter"
 )
 
-// Bars are issue 4's targets: Sluice's end-to-end rate over the better
-// peer's, per scenario.
-var Bars = map[Scenario]float64{
-	ScenarioQueue:      2,
-	ScenarioPersistent: 1.5,
-	ScenarioFanout:     2,
+// Bars are the targets of issue 4 (STOMP) and issue 5 (AMQP 1.0): Sluice's
+// end-to-end rate over the better peer's, per protocol and scenario.
+var Bars = map[string]map[Scenario]float64{
+	"stomp": {ScenarioQueue: 2, ScenarioPersistent: 1.5, ScenarioFanout: 2},
+	"amqp":  {ScenarioQueue: 2, ScenarioPersistent: 2},
 }
 
 // ReadReports reads reports written with --json: one or more JSON values,
@@ -156,7 +155,7 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 		}
 		ratio := mine / theirs
 		line := fmt.Sprintf("%s %s: %s / %s (better peer) = %.2f×", g.Scenario, g.Protocol, baseline, best.Label, ratio)
-		if bar, ok := Bars[g.Scenario]; ok && g.Protocol == "stomp" {
+		if bar, ok := Bars[g.Protocol][g.Scenario]; ok {
 			verdict := "MET"
 			if ratio < bar {
 				verdict = "NOT MET"
