@@ -374,9 +374,6 @@ func bodyName(b frames.Body) string {
 // open handles the client's open and answers with the server's.
 func (c *conn) open(o *types.Open) error {
 	opts := &c.srv.opts
-	if o.MaxFrameSize < types.SpecMinMaxFrameSize {
-		return errf(types.AMQPErrorFrameSizeTooSmall, "max-frame-size %d is below the minimum of %d", o.MaxFrameSize, types.SpecMinMaxFrameSize)
-	}
 	c.containerID = o.ContainerID
 	c.remoteMaxFrame = o.MaxFrameSize
 	c.channelMax = min(o.ChannelMax, opts.ChannelMax)
@@ -388,6 +385,40 @@ func (c *conn) open(o *types.Open) error {
 		heartbeat = time.Duration(t) * time.Millisecond / 2
 		heartbeat = max(heartbeat, 100*time.Millisecond)
 	}
+	reply := types.NewOpen()
+	reply.ContainerID = opts.ContainerID
+	reply.MaxFrameSize = opts.MaxFrameSize
+	reply.ChannelMax = opts.ChannelMax
+	if c.idleTimeout > 0 {
+		reply.IdleTimeOut = types.Some(types.Milliseconds(c.idleTimeout / time.Millisecond))
+	}
+	reply.OfferedCapabilities = []types.Symbol{capDelayed, capSharedSubs, capAnonymousRelay}
+	reply.Properties = types.Fields{
+		{Key: types.Symbol("product"), Value: "Sluice"},
+		{Key: types.Symbol("version"), Value: opts.Version},
+	}
+	var err error
+	if o.MaxFrameSize < types.SpecMinMaxFrameSize {
+		err = errf(types.AMQPErrorFrameSizeTooSmall, "max-frame-size %d is below the minimum of %d", o.MaxFrameSize, types.SpecMinMaxFrameSize)
+	} else {
+		err = c.connectEngine(o)
+	}
+	if err != nil {
+		// A refused connection still answers with an open, then closes
+		// with the reason; the property tells JMS clients (Qpid JMS) to
+		// wait for that close.
+		reply.Properties = append(reply.Properties, types.MapEntry{Key: types.Symbol("amqp:connection-establishment-failed"), Value: true})
+	}
+	c.rd.SetMaxFrameSize(opts.MaxFrameSize)
+	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: reply},
+		setup: &writerSetup{maxFrame: max(o.MaxFrameSize, types.SpecMinMaxFrameSize), heartbeat: heartbeat}})
+	return err
+}
+
+// connectEngine makes the engine connection, claiming container-id as the
+// client ID.
+func (c *conn) connectEngine(o *types.Open) error {
+	opts := &c.srv.opts
 	eopts := opts.Connection
 	eopts.RemoteAddr = remoteAddr(c.nc)
 	eopts.Protocol = "amqp/1.0"
@@ -414,21 +445,6 @@ func (c *conn) open(o *types.Open) error {
 	if err := eng.Start(); err != nil {
 		return err
 	}
-	reply := types.NewOpen()
-	reply.ContainerID = opts.ContainerID
-	reply.MaxFrameSize = opts.MaxFrameSize
-	reply.ChannelMax = opts.ChannelMax
-	if c.idleTimeout > 0 {
-		reply.IdleTimeOut = types.Some(types.Milliseconds(c.idleTimeout / time.Millisecond))
-	}
-	reply.OfferedCapabilities = []types.Symbol{capDelayed, capSharedSubs, capAnonymousRelay}
-	reply.Properties = types.Fields{
-		{Key: types.Symbol("product"), Value: "Sluice"},
-		{Key: types.Symbol("version"), Value: opts.Version},
-	}
-	c.rd.SetMaxFrameSize(opts.MaxFrameSize)
-	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: reply},
-		setup: &writerSetup{maxFrame: o.MaxFrameSize, heartbeat: heartbeat}})
 	return nil
 }
 

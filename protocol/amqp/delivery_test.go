@@ -354,3 +354,40 @@ func TestCrossProtocolStompToAMQP(t *testing.T) {
 		t.Fatal("no STOMP message")
 	}
 }
+
+func TestClientIDInUseRefused(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	_ = ts.dial(t, &amqp.ConnOptions{ContainerID: "only-one"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The server answers with an open (marked connection-establishment-failed)
+	// and closes with the reason: go-amqp sees it on the next call.
+	c2, err := amqp.Dial(ctx, "amqp://"+ts.addr, &amqp.ConnOptions{ContainerID: "only-one"})
+	if err == nil {
+		defer c2.Close()
+		_, err = c2.NewSession(ctx, nil)
+	}
+	re := remoteErr(err)
+	if re == nil || re.Condition != amqp.ErrCondInvalidField || re.Info["invalid-field"] != "container-id" {
+		t.Fatalf("second connection with the same client ID: %v", err)
+	}
+}
+
+func TestDeletedDestinationDetachesConsumer(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	c := ts.dial(t, nil)
+	s := session(t, c)
+	r := receiver(t, s, "doomed", nil)
+	if err := ts.eng.DeleteDestination(context.Background(), message.Destination{Kind: message.Queue, Name: "doomed"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := r.Receive(ctx, nil)
+	re := remoteErr(err)
+	if re == nil || re.Condition != amqp.ErrCondResourceDeleted {
+		t.Fatalf("receive after the queue was deleted: %v", err)
+	}
+	// The session carries on.
+	send(t, sender(t, s, "other", nil), text("fine"))
+}

@@ -52,6 +52,9 @@ type link struct {
 	durable    bool
 
 	closed atomic.Bool
+	// serverDetached: the engine closed the consumer (its destination was
+	// deleted) and the server sent a detach; the client's detach answers it.
+	serverDetached atomic.Bool
 
 	mu           sync.Mutex
 	cond         *sync.Cond
@@ -64,6 +67,24 @@ type link struct {
 }
 
 func (l *link) closedFlag() bool { return l.closed.Load() }
+
+// gone reports whether the server detached the link and waits for the
+// client's detach; frames for it meanwhile are ignored.
+func (l *link) gone() bool { return l.detaching || l.serverDetached.Load() }
+
+// engineClosed is told by the engine that it closed the link's consumer
+// (its destination was deleted): the link detaches with
+// amqp:resource-deleted.
+func (l *link) engineClosed(err error) {
+	if l.closed.Load() || !l.serverDetached.CompareAndSwap(false, true) {
+		return
+	}
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	l.s.c.sendFrame(l.s.ch, &types.Detach{Handle: types.Handle(l.handle), Closed: true,
+		Error: &types.Error{Condition: types.AMQPErrorResourceDeleted, Description: err.Error()}})
+}
 
 // attach handles a client's attach.
 func (s *session) attach(a *types.Attach) error {
@@ -198,6 +219,7 @@ func (l *link) attachSender(a *types.Attach) error {
 		return l.refuseTemp(a, condOf(err))
 	}
 	l.engConn, l.engSess = engConn, sess
+	sess.SetExceptionListener(l.engineClosed)
 	if browse {
 		if l.browser, err = sess.CreateBrowser(dest, sel); err != nil {
 			_ = sess.Close()
@@ -479,7 +501,7 @@ func (l *link) senderFlowLocked(drain bool) *types.Flow {
 func (l *link) waitCredit() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.credit <= 0 && !l.closed.Load() {
+	for l.credit <= 0 && !l.closed.Load() && !l.serverDetached.Load() {
 		l.waiting = true
 		if fl := l.drainAnswerLocked(); fl != nil {
 			l.mu.Unlock()
@@ -490,7 +512,7 @@ func (l *link) waitCredit() bool {
 		l.cond.Wait()
 	}
 	l.waiting = false
-	if l.closed.Load() {
+	if l.closed.Load() || l.serverDetached.Load() {
 		return false
 	}
 	l.credit--
@@ -753,7 +775,7 @@ func (l *link) transfer(t *types.Transfer, payload []byte) error {
 
 // replenish gives the client credit back once half is used.
 func (l *link) replenish() {
-	if l.detaching {
+	if l.gone() {
 		return
 	}
 	if full := l.s.c.srv.opts.LinkCredit; l.rcvCredit <= full/2 {

@@ -129,7 +129,7 @@ func (s *session) flow(f *types.Flow) error {
 	if l == nil {
 		return sessionErr(types.SessionErrorUnattachedHandle, "flow for handle %d, which is not attached", h)
 	}
-	if l.detaching {
+	if l.gone() {
 		return nil
 	}
 	return l.flow(f)
@@ -164,7 +164,7 @@ func (s *session) transfer(t *types.Transfer, payload []byte) error {
 		return sessionErr(types.SessionErrorUnattachedHandle, "transfer on handle %d, which is not attached", t.Handle)
 	}
 	var err error
-	if !l.detaching {
+	if !l.gone() {
 		if l.role != types.RoleReceiver {
 			err = sessionErr(types.AMQPErrorNotAllowed, "transfer on link %q, on which the server sends", l.name)
 		} else {
@@ -258,7 +258,8 @@ func (s *session) detach(d *types.Detach) error {
 		return sessionErr(types.SessionErrorUnattachedHandle, "detach of handle %d, which is not attached", d.Handle)
 	}
 	delete(s.links, uint32(d.Handle))
-	if l.detaching {
+	if l.gone() {
+		_ = l.close(context.Background(), false)
 		return nil // the answer to our detach
 	}
 	var reply *types.Detach
