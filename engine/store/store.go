@@ -45,6 +45,11 @@ type Store interface {
 	// key and value slices are valid only during the call. A missing bucket
 	// yields no calls. An error from fn stops the walk and is returned.
 	ForEach(bucket string, fn func(key, value []byte) error) error
+	// Get looks up keys in bucket and calls fn, in the order of keys, for
+	// each one present, with its index in keys; the value is valid only
+	// during the call. A missing bucket or key yields no call. It sees
+	// every Update that has returned.
+	Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error
 	// Buckets calls fn with the name of every bucket, in ascending order.
 	Buckets(fn func(name string) error) error
 	// Close waits for pending updates and releases the store. Updates after

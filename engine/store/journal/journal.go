@@ -569,6 +569,18 @@ func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
 	return s.inner.ForEach(bucket, fn)
 }
 
+// Get waits for the applier when records are pending, then reads the inner
+// store.
+func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error {
+	s.mu.Lock()
+	busy := len(s.queue) > 0 || s.committing > 0 || len(s.applyQ) > 0
+	s.mu.Unlock()
+	if busy {
+		s.drain()
+	}
+	return s.inner.Get(bucket, keys, fn)
+}
+
 // Buckets waits for the applier, then lists the inner store's buckets.
 func (s *Store) Buckets(fn func(name string) error) error {
 	s.drain()

@@ -83,6 +83,7 @@ func RunConfig(t *testing.T, open Opener, cfg Config) {
 		{"Ordering", testOrdering},
 		{"ForEachStops", testForEachStops},
 		{"Delete", testDelete},
+		{"Get", testGet},
 		{"DeleteBucket", testDeleteBucket},
 		{"OpsApplyInOrder", testOpsApplyInOrder},
 		{"Atomicity", testAtomicity},
@@ -349,6 +350,39 @@ func testDelete(t *testing.T, h *harness) {
 	h.reopen()
 	wantPairs(t, h, "d")
 	wantBuckets(t, h, "d")
+}
+
+func testGet(t *testing.T, h *harness) {
+	get := func(bucket string, keys ...string) map[int]string {
+		t.Helper()
+		ks := make([][]byte, len(keys))
+		for i, k := range keys {
+			ks[i] = []byte(k)
+		}
+		got := map[int]string{}
+		if err := h.s.Get(bucket, ks, func(i int, v []byte) error {
+			got[i] = string(v)
+			return nil
+		}); err != nil {
+			t.Fatalf("Get(%s): %v", bucket, err)
+		}
+		return got
+	}
+	h.update(put("g", "a", "1"), put("g", "c", "3"))
+	if got := get("g", "c", "b", "a"); len(got) != 2 || got[0] != "3" || got[2] != "1" {
+		t.Fatalf("Get = %v, want {0:3 2:1}", got)
+	}
+	if got := get("missing", "a"); len(got) != 0 {
+		t.Fatalf("Get of a missing bucket = %v", got)
+	}
+	h.update(del("g", "a"))
+	if got := get("g", "a"); len(got) != 0 {
+		t.Fatalf("Get after delete = %v", got)
+	}
+	h.reopen()
+	if got := get("g", "c"); got[0] != "3" {
+		t.Fatalf("Get after reopen = %v", got)
+	}
 }
 
 func testDeleteBucket(t *testing.T, h *harness) {
