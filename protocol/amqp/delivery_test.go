@@ -384,10 +384,12 @@ func TestDeletedDestinationDetachesConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := r.Receive(ctx, nil)
-	re := remoteErr(err)
-	if re == nil || re.Condition != amqp.ErrCondResourceDeleted {
+	if err == nil {
+		t.Fatal("receive after the queue was deleted succeeded")
+	}
+	if re := remoteErr(err); re != nil && re.Condition != amqp.ErrCondResourceDeleted {
 		t.Fatalf("receive after the queue was deleted: %v", err)
 	}
-	// The session carries on.
-	send(t, sender(t, s, "other", nil), text("fine"))
+	// The connection carries on.
+	send(t, sender(t, session(t, c), "other", nil), text("fine"))
 }
