@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test vet generate check-generated fuzz bench interop
+.PHONY: all build test vet generate check-generated fuzz bench interop console-test
 
 all: build test
 
@@ -58,3 +58,11 @@ interop:
 	  echo "npm ci in interop/"; (cd interop && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	fi
 	$(GO) test -count=1 -v -tags interop -timeout 10m ./interop/...
+
+# Browser test of the web console: a real broker, Debian's headless Chromium
+# (apt-get install chromium) driven by playwright-core (npm ci in
+# internal/admin/webtest), a raw STOMP client. Screenshots go to docs/
+# (SCREENSHOTS=DIR to put them elsewhere).
+console-test: build
+	@test -d internal/admin/webtest/node_modules/playwright-core || (cd internal/admin/webtest && npm ci --no-audit --no-fund)
+	cd internal/admin/webtest && SLUICE_BIN=$(CURDIR)/bin/sluice node --test console.test.mjs

@@ -74,6 +74,7 @@
   }
 
   function fmtNum(n) { return Number(n).toLocaleString("en-US"); }
+  function plural(n, word) { return fmtNum(n) + " " + word + (n === 1 ? "" : "s"); }
   function fmtBytes(n) {
     if (n < 1024) return n + " B";
     if (n < 1048576) return (n / 1024).toFixed(1) + " KiB";
@@ -228,16 +229,18 @@
     for (let i = 0; i <= 4; i++) {
       const y = padT + ((H - padT - padB) * i) / 4;
       ctx.beginPath(); ctx.moveTo(padL, y); ctx.lineTo(W, y); ctx.stroke();
-      ctx.fillText(String(Math.round(max - (max * i) / 4)), 4, y + 4);
+      const v = max - (max * i) / 4;
+      ctx.fillText(Number.isInteger(v) ? String(v) : v.toFixed(1), 4, y + 4);
     }
-    ctx.fillText("last " + (history.length * 2) + " s", W - 80, H - 4);
+    ctx.fillText("last 3 minutes, sampled every 2 s", padL, H - 4);
     const line = (key, color) => {
       if (history.length < 2) return;
       ctx.strokeStyle = color;
       ctx.lineWidth = 2;
       ctx.beginPath();
+      const step = (W - padL - 4) / 89; // 90 samples, the newest at the right edge
       history.forEach((p, i) => {
-        const x = padL + ((W - padL) * i) / 89;
+        const x = W - 4 - (history.length - 1 - i) * step;
         const y = padT + (H - padT - padB) * (1 - p[key] / max);
         if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
       });
@@ -291,7 +294,7 @@
     }
     async function purge(d) {
       if (!confirm("Delete every waiting message of " + d.destination + "?")) return;
-      try { const r = await api("POST", destPath(d.kind, d.name) + "/purge"); toast("Purged " + r.purged + " messages"); refresh(); }
+      try { const r = await api("POST", destPath(d.kind, d.name) + "/purge"); toast("Purged " + plural(r.purged, "message")); refresh(); }
       catch (e) { toast(e.message, true); }
     }
     async function del(d) {
@@ -428,7 +431,7 @@
       } else if (!confirm("Delete " + what2 + "?")) return;
       try {
         const r = await api("POST", base + "/messages/" + what, req);
-        toast(what === "move" ? "Moved " + r.moved + " messages to " + req.to : "Deleted " + r.deleted + " messages");
+        toast(what === "move" ? "Moved " + plural(r.moved, "message") + " to " + req.to : "Deleted " + plural(r.deleted, "message"));
         selected.clear();
         load();
       } catch (e) { toast(e.message, true); }
@@ -446,7 +449,7 @@
         document.body.append(a);
         a.click();
         a.remove();
-        toast("Exported " + res.headers.get("X-Sluice-Messages") + " messages");
+        toast("Exported " + plural(Number(res.headers.get("X-Sluice-Messages")), "message"));
       } catch (e) { toast(e.message, true); }
     }
 
@@ -455,7 +458,7 @@
       if (!f) { toast("Choose an .ndjson file first.", true); return; }
       try {
         const r = await api("POST", base + "/messages/import", await f.text(), "application/x-ndjson");
-        toast("Imported " + r.imported + " messages");
+        toast("Imported " + plural(r.imported, "message"));
         fileInput.value = "";
         load();
       } catch (e) { toast(e.message, true); }
@@ -490,7 +493,7 @@
     }
     async function purge(s) {
       if (!confirm("Delete every waiting message of subscription " + s.name + "?")) return;
-      try { const r = await api("POST", subPath(s.clientId, s.name) + "/purge"); toast("Purged " + r.purged + " messages"); refresh(); }
+      try { const r = await api("POST", subPath(s.clientId, s.name) + "/purge"); toast("Purged " + plural(r.purged, "message")); refresh(); }
       catch (e) { toast(e.message, true); }
     }
     async function del(s) {

@@ -1,0 +1,313 @@
+// Browser test of the Sluice web console: a real `sluice serve`, Debian's
+// headless Chromium driven by playwright-core, a raw STOMP client on
+// node:net. It logs in, creates queues, sends through STOMP, browses the
+// message, moves it to another queue, and looks at every page, taking
+// screenshots (docs/console-*.png, or $SCREENSHOTS/console-*.png).
+//
+// Run: make console-test (builds bin/sluice first), or
+//   SLUICE_BIN=path/to/sluice node --test console.test.mjs
+// Needs: apt-get install chromium; npm ci (in this directory).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../../..");
+const sluiceBin = process.env.SLUICE_BIN || path.join(repo, "bin/sluice");
+const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const shotDir = process.env.SCREENSHOTS || path.join(repo, "docs");
+const USER = "ops";
+const PASSWORD = "console-test-password";
+
+// ---------------------------------------------------------------- helpers
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, fn, timeoutMs = 15000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(100);
+  }
+  throw new Error("timed out waiting for " + what + (last ? ": " + last.message : ""));
+}
+
+// A tiny STOMP 1.2 client: enough to connect, send with receipts,
+// subscribe and disconnect.
+class Stomp {
+  static connect(port, headers = {}) {
+    return new Promise((resolve, reject) => {
+      const c = new Stomp();
+      c.sock = net.connect(port, "127.0.0.1");
+      c.buf = Buffer.alloc(0);
+      c.waiters = [];
+      c.frames = [];
+      c.sock.on("error", reject);
+      c.sock.on("data", (d) => c.onData(d));
+      c.sock.on("connect", () => {
+        c.write("CONNECT", { "accept-version": "1.2", host: "sluice", "heart-beat": "0,0", ...headers });
+        c.next("CONNECTED").then(() => resolve(c), reject);
+      });
+    });
+  }
+
+  write(command, headers, body = "") {
+    const b = Buffer.from(body, "utf8");
+    let head = command + "\n";
+    for (const [k, v] of Object.entries(headers)) head += k + ":" + v + "\n";
+    if (b.length > 0) head += "content-length:" + b.length + "\n";
+    this.sock.write(Buffer.concat([Buffer.from(head + "\n", "utf8"), b, Buffer.from([0])]));
+  }
+
+  onData(d) {
+    this.buf = Buffer.concat([this.buf, d]);
+    for (;;) {
+      while (this.buf.length && (this.buf[0] === 10 || this.buf[0] === 13)) this.buf = this.buf.subarray(1); // heart-beats
+      const headEnd = this.buf.indexOf("\n\n");
+      if (headEnd < 0) return;
+      const lines = this.buf.subarray(0, headEnd).toString("utf8").split("\n");
+      const headers = {};
+      for (const l of lines.slice(1)) {
+        const i = l.indexOf(":");
+        if (i > 0 && !(l.slice(0, i) in headers)) headers[l.slice(0, i)] = l.slice(i + 1);
+      }
+      let end;
+      if (headers["content-length"] !== undefined) {
+        end = headEnd + 2 + Number(headers["content-length"]);
+        if (this.buf.length < end + 1) return;
+      } else {
+        end = this.buf.indexOf(0, headEnd + 2);
+        if (end < 0) return;
+      }
+      const frame = { command: lines[0], headers, body: this.buf.subarray(headEnd + 2, end).toString("utf8") };
+      this.buf = this.buf.subarray(end + 1);
+      const w = this.waiters.findIndex((x) => x.match(frame));
+      if (w >= 0) this.waiters.splice(w, 1)[0].resolve(frame);
+      else this.frames.push(frame);
+    }
+  }
+
+  next(command, match = () => true) {
+    const m = (f) => (f.command === command && match(f)) || f.command === "ERROR";
+    const i = this.frames.findIndex(m);
+    const check = (f) => (f.command === "ERROR" ? Promise.reject(new Error("STOMP ERROR: " + f.headers.message + " " + f.body)) : f);
+    if (i >= 0) return Promise.resolve(this.frames.splice(i, 1)[0]).then(check);
+    return new Promise((resolve) => this.waiters.push({ match: m, resolve })).then(check);
+  }
+
+  async send(destination, body, headers = {}) {
+    const receipt = "r-" + Math.random().toString(36).slice(2);
+    this.write("SEND", { destination, "content-type": "text/plain", receipt, ...headers }, body);
+    await this.next("RECEIPT", (f) => f.headers["receipt-id"] === receipt);
+  }
+
+  async subscribe(destination, id, headers = {}) {
+    const receipt = "s-" + id;
+    this.write("SUBSCRIBE", { destination, id, receipt, ...headers });
+    await this.next("RECEIPT", (f) => f.headers["receipt-id"] === receipt);
+  }
+
+  async disconnect() {
+    this.write("DISCONNECT", { receipt: "bye" });
+    await Promise.race([this.next("RECEIPT", (f) => f.headers["receipt-id"] === "bye"), sleep(2000)]);
+    this.sock.destroy();
+  }
+}
+
+// ---------------------------------------------------------------- the test
+
+test("web console: log in, create queues, send through STOMP, browse, move", { timeout: 180000 }, async (t) => {
+  assert.ok(fs.existsSync(sluiceBin), "no sluice binary at " + sluiceBin + ": run make console-test (or set SLUICE_BIN)");
+  assert.ok(fs.existsSync(chromiumPath), "no Chromium at " + chromiumPath + ": apt-get install chromium");
+  fs.mkdirSync(shotDir, { recursive: true });
+
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-webtest-"));
+  const stompPort = await freePort();
+  const adminPort = await freePort();
+  const base = "http://127.0.0.1:" + adminPort;
+  const hash = execFileSync(sluiceBin, ["admin", "hash-password"], { input: PASSWORD + "\n" }).toString().trim();
+  const configFile = path.join(tmp, "sluice.toml");
+  fs.writeFileSync(configFile, [
+    `data = ${JSON.stringify(path.join(tmp, "data"))}`,
+    `log_level = "warn"`,
+    `[listeners]`,
+    `stomp = "127.0.0.1:${stompPort}"`,
+    `amqp = ""`,
+    `admin = "127.0.0.1:${adminPort}"`,
+    `[[admin.users]]`,
+    `name = "${USER}"`,
+    `password_hash = "${hash}"`,
+    ``,
+  ].join("\n"));
+  const server = spawn(sluiceBin, ["serve", "--config", configFile], { stdio: ["ignore", "inherit", "inherit"] });
+  let serverExited = false;
+  server.on("exit", () => { serverExited = true; });
+
+  const cleanup = [];
+  t.after(async () => {
+    for (const fn of cleanup.reverse()) {
+      try { await fn(); } catch (e) { /* best effort */ }
+    }
+    if (!serverExited) {
+      server.kill("SIGTERM");
+      await waitFor("sluice to stop", () => serverExited, 20000).catch(() => server.kill("SIGKILL"));
+    }
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const auth = "Basic " + Buffer.from(USER + ":" + PASSWORD).toString("base64");
+  const api = async (p) => {
+    const r = await fetch(base + p, { headers: { Authorization: auth } });
+    assert.equal(r.status, 200, "GET " + p);
+    return r.json();
+  };
+  await waitFor("sluice to be ready", async () => !serverExited && (await fetch(base + "/readyz")).status === 200);
+
+  // The browser: Debian's Chromium, headless, with a fresh profile.
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-chromium-"));
+  cleanup.push(() => fs.rmSync(profile, { recursive: true, force: true }));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+    viewport: { width: 1360, height: 820 },
+    deviceScaleFactor: 1,
+  });
+  cleanup.push(() => browser.close());
+  const page = browser.pages()[0] || (await browser.newPage());
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error" && !/401/.test(m.text())) problems.push("console error: " + m.text()); });
+  page.on("request", (r) => { if (!r.url().startsWith(base + "/") && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) problems.push("request elsewhere: " + r.url()); });
+  page.on("dialog", (d) => d.accept());
+  const shot = async (name) => {
+    await page.evaluate(() => document.querySelectorAll("#toast div").forEach((d) => d.remove()));
+    await page.screenshot({ path: path.join(shotDir, "console-" + name + ".png") });
+  };
+
+  // Log in.
+  await page.goto(base + "/");
+  await page.locator("#login-form").waitFor();
+  await shot("login");
+  await page.fill("#login-user", USER);
+  await page.fill("#login-password", "wrong");
+  await page.click("#login-submit");
+  await page.locator("#login-error", { hasText: "Wrong user name or password" }).waitFor();
+  await page.fill("#login-password", PASSWORD);
+  await page.click("#login-submit");
+  await page.locator("#stat-queues").waitFor();
+  assert.match(await page.textContent("#who"), /Logged in as ops/);
+
+  // Create two queues from the Destinations page.
+  await page.click('nav a[data-page="destinations"]');
+  for (const name of ["orders", "archive"]) {
+    await page.fill("#create-name", name);
+    await page.selectOption("#create-kind", "queue");
+    await page.click("#create-submit");
+    await page.locator(`tr[data-dest="/queue/${name}"]`).waitFor();
+  }
+
+  // STOMP: a durable subscriber that goes away, a consumer of a busy queue,
+  // and the message to browse and move.
+  const audit = await Stomp.connect(stompPort, { "client-id": "audit-service" });
+  await audit.subscribe("/topic/events", "1", { ack: "client", "durable-subscription-name": "audit-trail", selector: "severity <> 'debug'" });
+  await audit.disconnect();
+  const app = await Stomp.connect(stompPort, { "client-id": "webtest-app" });
+  cleanup.push(() => app.disconnect());
+  await app.subscribe("/queue/work", "w", { ack: "auto" });
+  await app.send("/queue/orders", "order #1001: 3 × widget, ship to Lyon", {
+    persistent: "true", priority: "7", "correlation-id": "cart-42", type: "order", region: "eu", customer: "ACME",
+  });
+  for (let i = 0; i < 3; i++) {
+    await app.send("/topic/events", JSON.stringify({ event: "stock-low", sku: "W-" + i }), { persistent: "true", severity: "warn" });
+  }
+  await page.locator('tr[data-dest="/queue/orders"] td:nth-child(3)', { hasText: /^1$/ }).waitFor();
+  await shot("destinations");
+
+  // Overview with live counters and throughput: traffic during several
+  // polls, some of it consumed (work) and some left waiting (backlog).
+  await page.click('nav a[data-page="overview"]');
+  await page.locator("#stat-queues").waitFor();
+  let sending = true;
+  const traffic = (async () => {
+    for (let i = 0; sending; i++) {
+      await app.send("/queue/work", "job " + i, { persistent: "false" });
+      if (i % 3 === 0) await app.send("/queue/backlog", "later " + i, { persistent: "false" });
+      await sleep(60 + ((i * 37) % 11) * 20);
+    }
+  })();
+  await page.locator("#stat-connections .v", { hasText: /^[1-9]/ }).waitFor();
+  await sleep(13000);
+  await shot("overview");
+  sending = false;
+  await traffic;
+
+  // Browse the queue, then move the message to the other queue.
+  await page.click('nav a[data-page="destinations"]');
+  await page.click('tr[data-dest="/queue/orders"] a.dest-link');
+  const row = page.locator("#messages-table tbody tr[data-id]");
+  await row.first().waitFor();
+  assert.equal(await row.count(), 1);
+  const rowText = await row.first().textContent();
+  assert.match(rowText, /order #1001/);
+  assert.match(rowText, /region=eu:string/);
+  await shot("messages");
+  await page.check("#messages-table tbody tr[data-id] input.pick");
+  await page.fill("#move-to", "/queue/archive");
+  await page.click("#move-selected");
+  await page.locator("#toast div", { hasText: "Moved 1 message to /queue/archive" }).waitFor();
+  await page.locator("#messages-table .empty").waitFor();
+  const orders = await api("/api/destinations/queue/orders");
+  const archive = await api("/api/destinations/queue/archive");
+  assert.equal(orders.messages, 0, "orders is empty after the move");
+  assert.equal(archive.messages, 1, "archive holds the moved message");
+
+  // The moved message, with its headers and typed properties, in the other queue.
+  await page.goto(base + "/#/queue/archive");
+  await row.first().waitFor();
+  await row.first().locator("td.mono a").click();
+  await page.locator("#detail-json").waitFor();
+  const detail = JSON.parse(await page.textContent("#detail-json"));
+  assert.equal(detail.destination, "/queue/archive");
+  assert.equal(detail.priority, 7);
+  assert.equal(detail.correlationId, "cart-42");
+  assert.ok(detail.properties.some((p) => p.name === "customer" && p.value === "ACME"));
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(shotDir, "console-moved.png"), fullPage: true });
+
+  // Durable subscriptions and connections.
+  await page.click('nav a[data-page="subscriptions"]');
+  await page.locator("#subscriptions-table td", { hasText: "audit-trail" }).waitFor();
+  assert.match(await page.textContent("#subscriptions-table"), /inactive/);
+  await shot("subscriptions");
+  await page.click('nav a[data-page="connections"]');
+  await page.locator("#connections-table td", { hasText: "webtest-app" }).waitFor();
+  await shot("connections");
+
+  assert.deepEqual(problems, [], "the console ran without errors and fetched nothing from elsewhere");
+});
