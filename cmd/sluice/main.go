@@ -31,6 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newScheduleCommand())
 	root.AddCommand(newSelectorCommand())
+	root.AddCommand(newConformanceCommand())
 	root.AddCommand(newAdminCommand())
 	root.AddCommand(newBenchCommand())
 	return root

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicemq/sluice/conformance"
+)
+
+// newConformanceCommand builds `sluice conformance`: the JMS conformance
+// suite run against any broker over STOMP and AMQP 1.0.
+func newConformanceCommand() *cobra.Command {
+	var (
+		stompAddr, amqpAddr, only, profile, htmlFile, jsonFile, mdFile string
+		adminAddr, adminToken, adminUser, adminPass, restartCmd        string
+		login, passcode                                                string
+		parallel                                                       int
+		timeout, quiet                                                 time.Duration
+		list, showConfig, verbose                                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "conformance --stomp HOST:PORT --amqp HOST:PORT [--only PATTERN] [--profile sluice|activemq] [--report out.html] [--json out.json]",
+		Short: "Run the JMS conformance suite against a broker over STOMP and AMQP 1.0",
+		Long: `Run the JMS conformance suite (package conformance) against a running broker.
+
+Every scenario runs over each protocol given (--stomp, --amqp), and the
+cross-protocol scenarios over each pair; the result is a scenario × protocol
+matrix of pass, FAIL, not supported (the broker lacks what the scenario needs,
+per the profile), not expressible (the protocol cannot say it, with the
+reason) and n/a (the protocol's listener is not available). The command exits
+non-zero when any cell fails; a listener that does not answer is reported,
+not failed.
+
+The profile describes the broker under test: "sluice" expects a Sluice
+started with conformance/profiles/sluice.toml (print it with --show-config);
+"activemq" is ActiveMQ Classic 5.17 with its stock configuration.
+
+Scenarios that restart the broker run only with --restart-cmd (a shell
+command that restarts it; the runner then waits for the listeners).
+Destination deletion needs --admin (Sluice's admin HTTP API).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mk, ok := conformance.Profiles()[profile]
+			if !ok {
+				return fmt.Errorf("--profile %q: want sluice or activemq", profile)
+			}
+			prof := mk()
+			out := cmd.OutOrStdout()
+			if showConfig {
+				fmt.Fprint(out, prof.Summary())
+				if prof.Config != "" {
+					fmt.Fprintf(out, "\n# configuration (%s):\n%s", prof.Name, prof.Config)
+				}
+				return nil
+			}
+			scenarios, err := conformance.Select(conformance.All(), only)
+			if err != nil {
+				return err
+			}
+			if list {
+				for _, s := range scenarios {
+					mode := ""
+					if s.Mode == conformance.Cross {
+						mode = " (cross-protocol)"
+					}
+					fmt.Fprintf(out, "%-48s %s%s\n", s.ID, s.Title, mode)
+				}
+				return nil
+			}
+			if stompAddr == "" && amqpAddr == "" {
+				return errors.New("give --stomp HOST:PORT and/or --amqp HOST:PORT")
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			candidates := map[string]conformance.Driver{}
+			o := conformance.Options{Drivers: map[string]conformance.Driver{}, Unavailable: map[string]string{},
+				Profile: prof, Only: only, Parallel: parallel, Timeout: timeout, Quiet: quiet}
+			if stompAddr != "" {
+				candidates["stomp"] = conformance.NewSTOMP(stompAddr, conformance.STOMPOptions{Login: login, Passcode: passcode, Dialect: prof.STOMPDialect})
+			} else {
+				o.Unavailable["stomp"] = "STOMP not tested (no --stomp)"
+			}
+			if amqpAddr != "" {
+				candidates["amqp"] = conformance.NewAMQP(amqpAddr)
+			} else {
+				o.Unavailable["amqp"] = "AMQP not tested (no --amqp)"
+			}
+			conformance.Probe(ctx, candidates, o.Drivers, o.Unavailable)
+			if len(o.Drivers) == 0 {
+				return fmt.Errorf("no listener answers: %s", joinReasons(o.Unavailable))
+			}
+			if adminAddr != "" {
+				a := conformance.NewSluiceAdmin(adminAddr, adminToken, adminUser, adminPass)
+				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if err := a.Probe(pctx); err != nil {
+					o.NoAdmin = err.Error()
+				} else {
+					o.Admin = a
+				}
+				cancel()
+			}
+			if restartCmd != "" {
+				var addrs []string
+				for _, d := range o.Drivers {
+					addrs = append(addrs, d.Addr())
+				}
+				o.Restart = restarter(restartCmd, addrs, cmd.ErrOrStderr())
+			}
+			if verbose {
+				o.Progress = cmd.ErrOrStderr()
+			}
+			for p, why := range o.Unavailable {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", p, why)
+			}
+			rep := conformance.Run(ctx, scenarios, o)
+			if err := rep.WriteText(out, true); err != nil {
+				return err
+			}
+			for _, f := range []struct {
+				name  string
+				write func(io.Writer) error
+			}{{htmlFile, rep.WriteHTML}, {jsonFile, rep.WriteJSON}, {mdFile, rep.WriteMarkdown}} {
+				if f.name == "" {
+					continue
+				}
+				var buf bytes.Buffer
+				if err := f.write(&buf); err != nil {
+					return err
+				}
+				if err := os.WriteFile(f.name, buf.Bytes(), 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", f.name)
+			}
+			if rep.Failed() {
+				n := 0
+				for _, c := range rep.Counts {
+					n += c[conformance.Fail]
+				}
+				return fmt.Errorf("%d failing cells", n)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&stompAddr, "stomp", "", "STOMP listener of the broker under test, HOST:PORT")
+	f.StringVar(&amqpAddr, "amqp", "", "AMQP 1.0 listener of the broker under test, HOST:PORT")
+	f.StringVar(&only, "only", "", "run only scenarios whose ID matches: a glob (selector/*) or a substring")
+	f.StringVar(&profile, "profile", "sluice", "broker profile: sluice or activemq")
+	f.StringVar(&htmlFile, "report", "", "write the HTML report to this file")
+	f.StringVar(&jsonFile, "json", "", "write the JSON report to this file")
+	f.StringVar(&mdFile, "markdown", "", "write the Markdown matrix to this file")
+	f.StringVar(&adminAddr, "admin", "", "Sluice admin HTTP listener, HOST:PORT (destination deletion)")
+	f.StringVar(&adminToken, "admin-token", "", "bearer token for the admin API")
+	f.StringVar(&adminUser, "admin-user", "", "user for the admin API (basic authentication)")
+	f.StringVar(&adminPass, "admin-password", "", "password for the admin API")
+	f.StringVar(&restartCmd, "restart-cmd", "", "shell command that restarts the broker (enables the restart scenarios)")
+	f.StringVar(&login, "login", "", "STOMP login")
+	f.StringVar(&passcode, "passcode", "", "STOMP passcode")
+	f.IntVar(&parallel, "parallel", 4, "scenarios run at once")
+	f.DurationVar(&timeout, "timeout", 60*time.Second, "bound on each scenario")
+	f.DurationVar(&quiet, "quiet", 300*time.Millisecond, "how long to wait before concluding no message comes")
+	f.BoolVar(&list, "list", false, "list the scenarios and exit")
+	f.BoolVar(&showConfig, "show-config", false, "print what the profile expects of the broker (for sluice, its configuration file) and exit")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print each result as it comes")
+	return cmd
+}
+
+func joinReasons(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, m[k])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// restarter runs a shell command, then waits until every address accepts
+// TCP connections again.
+func restarter(shell string, addrs []string, log io.Writer) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := exec.CommandContext(ctx, "sh", "-c", shell)
+		var outb bytes.Buffer
+		c.Stdout, c.Stderr = &outb, &outb
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("--restart-cmd: %v: %s", err, strings.TrimSpace(outb.String()))
+		}
+		fmt.Fprintf(log, "restarted the broker (%s)\n", shell)
+		for _, a := range addrs {
+			for {
+				nc, err := net.DialTimeout("tcp", a, time.Second)
+				if err == nil {
+					_ = nc.Close()
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("after --restart-cmd, %s does not answer: %w", a, ctx.Err())
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+		return nil
+	}
+}
