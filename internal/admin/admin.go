@@ -53,15 +53,16 @@ type Options struct {
 
 // Server is the admin HTTP handler.
 type Server struct {
-	opts    Options
-	eng     *engine.Broker
-	auth    *Auth
-	log     *slog.Logger
-	mux     *http.ServeMux
-	handler http.Handler
-	ready   atomic.Bool
-	started time.Time
-	reg     *prometheus.Registry
+	opts      Options
+	eng       *engine.Broker
+	auth      *Auth
+	log       *slog.Logger
+	mux       *http.ServeMux
+	handler   http.Handler
+	ready     atomic.Bool
+	started   time.Time
+	reg       *prometheus.Registry
+	apiRoutes []string // "METHOD /path" of every API route, for the docs test
 }
 
 // New builds the handler.
@@ -154,6 +155,7 @@ func (s *Server) authed(h http.Handler) http.Handler {
 }
 
 func (s *Server) handle(pattern string, fn http.HandlerFunc) {
+	s.apiRoutes = append(s.apiRoutes, pattern)
 	s.mux.Handle(pattern, s.authed(fn))
 }
 

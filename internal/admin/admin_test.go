@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -801,5 +802,54 @@ func TestSessionsExpire(t *testing.T) {
 	now = now.Add(sessionFor + time.Second)
 	if _, ok := a.sessionUser(v); ok {
 		t.Fatal("expired session accepted")
+	}
+}
+
+// Every API route is in docs/openapi.yaml (with its method) and in
+// docs/admin-api.md.
+func TestRoutesDocumented(t *testing.T) {
+	e := newEnv(t, nil)
+	spec, err := os.ReadFile("../../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile("../../docs/admin-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{} // path → its block in the spec
+	var cur string
+	for _, line := range strings.Split(string(spec), "\n") {
+		if strings.HasPrefix(line, "  /") && strings.HasSuffix(line, ":") {
+			cur = strings.TrimSuffix(strings.TrimSpace(line), ":")
+			continue
+		}
+		if cur != "" && (len(line) > 0 && line[0] != ' ') {
+			cur = ""
+		}
+		if cur != "" {
+			paths[cur] += line + "\n"
+		}
+	}
+	if len(e.srv.apiRoutes) < 20 {
+		t.Fatalf("only %d routes recorded", len(e.srv.apiRoutes))
+	}
+	for _, r := range e.srv.apiRoutes {
+		method, path, _ := strings.Cut(r, " ")
+		block, ok := paths[path]
+		if !ok {
+			t.Errorf("docs/openapi.yaml lacks %s", path)
+			continue
+		}
+		if !strings.Contains(block, "    "+strings.ToLower(method)+":") {
+			t.Errorf("docs/openapi.yaml lacks %s %s", method, path)
+		}
+		last := path[strings.LastIndex(path, "/"):]
+		if strings.HasPrefix(last, "/{") {
+			last = ""
+		}
+		if !strings.Contains(string(guide), method) || !strings.Contains(string(guide), last) {
+			t.Errorf("docs/admin-api.md does not mention %s %s", method, path)
+		}
 	}
 }

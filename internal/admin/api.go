@@ -29,6 +29,7 @@ const (
 )
 
 func (s *Server) routes() {
+	s.apiRoutes = append(s.apiRoutes, "POST /api/login", "POST /api/logout")
 	s.mux.HandleFunc("POST /api/login", s.login)
 	s.mux.HandleFunc("POST /api/logout", s.logout)
 	s.handle("GET /api/whoami", s.whoami)
