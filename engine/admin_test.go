@@ -779,3 +779,87 @@ func TestAdminRoundTrip100k(t *testing.T) {
 	h.restart()
 	check("after restart")
 }
+
+// Moves and deletes while producers and consumers run: every message is
+// received once or still waiting or deleted, never lost or duplicated, and
+// the counters add up.
+func TestAdminMoveDuringTraffic(t *testing.T) {
+	h := admNew(t, true, engine.Config{})
+	admCreate(t, h.b, admQ1, admQ2)
+	const total = 2000
+	ctx := context.Background()
+	prodConn := h.conn(engine.ConnectionOptions{})
+	ps := h.session(prodConn, engine.AutoAcknowledge)
+	consConn := h.conn(engine.ConnectionOptions{})
+	cs := h.session(consConn, engine.ClientAcknowledge)
+	cons := admConsumer(t, cs, admQ1, engine.ConsumerOptions{Prefetch: 10})
+	if err := consConn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	received := map[string]int{}
+	go func() {
+		defer close(done)
+		for {
+			d, ok, err := cons.ReceiveTimeout(300 * time.Millisecond)
+			if err != nil || !ok {
+				return
+			}
+			received[d.Msg.ID]++
+			if err := cs.Acknowledge(ctx, d.Tag); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	sent := map[string]bool{}
+	deleted := 0
+	for i := range total {
+		m := admSend(t, ps, admQ1, admText(fmt.Sprint("m", i), "i", message.IntValue(int32(i))), engine.SendOptions{})
+		sent[m.ID] = true
+		switch i % 100 {
+		case 50:
+			if _, err := h.b.MoveMessages(ctx, engine.Target{Dest: admQ1}, engine.Filter{Selector: "i > " + fmt.Sprint(i-30)}, admQ2); err != nil {
+				t.Fatal(err)
+			}
+		case 75:
+			if _, err := h.b.MoveMessages(ctx, engine.Target{Dest: admQ2}, engine.Filter{}, admQ1); err != nil {
+				t.Fatal(err)
+			}
+		case 99:
+			n, err := h.b.DeleteMessages(ctx, engine.Target{Dest: admQ1}, engine.Filter{Selector: "i = " + fmt.Sprint(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted += n
+		}
+	}
+	// Bring back anything left on q2, then let the consumer drain q1.
+	if _, err := h.b.MoveMessages(ctx, engine.Target{Dest: admQ2}, engine.Filter{}, admQ1); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waiting := 0
+	for _, tg := range []engine.Target{{Dest: admQ1}, {Dest: admQ2}} {
+		p, err := h.b.BrowseMessages(tg, engine.BrowseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Messages {
+			received[e.Msg.ID]++
+			waiting++
+		}
+	}
+	for id, n := range received {
+		if !sent[id] || n != 1 {
+			t.Fatalf("message %s seen %d times (sent: %v)", id, n, sent[id])
+		}
+	}
+	if len(received)+deleted != total {
+		t.Fatalf("received or waiting %d + deleted %d != sent %d", len(received), deleted, total)
+	}
+	in1, in2 := admInfo(t, h.b, admQ1), admInfo(t, h.b, admQ2)
+	if in1.Messages+in2.Messages != int64(waiting) || in1.InFlight != 0 {
+		t.Fatalf("counters: q1 %+v q2 %+v, %d waiting", in1, in2, waiting)
+	}
+}
