@@ -484,6 +484,9 @@ func (b *Broker) scheduledOf(q *queue) []*ref {
 	if n == 0 {
 		return nil
 	}
+	if b.pager.after > 0 {
+		b.pager.materialize(q)
+	}
 	s := b.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()

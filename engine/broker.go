@@ -22,6 +22,7 @@ type Broker struct {
 	log   *slog.Logger
 	now   func() time.Time
 	sched *scheduler
+	pager *pager
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	b.sched = newScheduler(b.nowMillis)
+	b.pager = newPager(b, cfg.PageScheduledAfter, cfg.PageLookahead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.async.b = b
 	b.async.wake = make(chan struct{}, 1)
@@ -108,6 +110,12 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.sched.run(b.ctx) }()
+	if b.store != nil {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.pager.run(b.ctx) }()
+	} else {
+		b.pager.after = -1 // nothing is stored: nothing can be paged
+	}
 	go func() { defer b.wg.Done(); b.expiryLoop() }()
 	go func() { defer b.wg.Done(); b.async.run(b.ctx) }()
 	return b, nil
@@ -390,7 +398,7 @@ func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def
 	m.Destination = d.dest
 	m.Timestamp = now
 	m.Producer = conn.id
-	if m.ID == "" || !isEngineID(m.ID) {
+	if m.ID == "" {
 		var buf [64]byte
 		m.ID = string(strconv.AppendUint(append(buf[:0], b.idPrefix...), b.seq.Add(1), 10))
 	}
@@ -454,10 +462,6 @@ func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def
 	}
 	return nil
 }
-
-// isEngineID reports whether id looks like an ID this engine assigned; any
-// other value a client put there is replaced, as JMS requires.
-func isEngineID(string) bool { return false }
 
 // send stamps, routes, stores and enqueues one message.
 func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) error {

@@ -227,25 +227,9 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	msgs := map[uint64]*message.Message{}
-	recs := map[uint64]*stored{}
-	var maxSeq uint64
-	err = st.ForEach(bucketMsgs, func(k, v []byte) error {
-		if len(k) != 8 {
-			return fmt.Errorf("bad message key %x", k)
-		}
-		seq := binary.BigEndian.Uint64(k)
-		m := new(message.Message)
-		if err := m.UnmarshalBinary(v); err != nil {
-			return fmt.Errorf("message %d: %w", seq, err)
-		}
-		msgs[seq] = m
-		maxSeq = max(maxSeq, seq)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	// Pass 1: the ref records of every queue and durable subscription, in
+	// key (arrival) order. Those due far ahead will be paged: their
+	// messages are never decoded.
 	queues := map[string]*queue{}
 	for _, d := range b.dests {
 		if d.q != nil && d.q.bucket != "" {
@@ -259,7 +243,28 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := st.Buckets(func(name string) error { names = append(names, name); return nil }); err != nil {
 		return err
 	}
-	loaded := 0
+	type refRecord struct {
+		seq   uint64
+		count int32
+		at    int64
+	}
+	type queueRecords struct {
+		q    *queue
+		name string
+		recs []refRecord
+	}
+	// msgInfo is what recovery knows of a message its refs name.
+	type msgInfo struct {
+		refs    int32
+		decode  bool // some ref of it is not paged
+		present bool
+		size    int32
+		msg     *message.Message
+		rec     *stored
+	}
+	now := b.nowMillis()
+	var perQueue []queueRecords
+	infos := map[uint64]*msgInfo{}
 	for _, name := range names {
 		if !strings.HasPrefix(name, prefixQueue) && !strings.HasPrefix(name, prefixSub) {
 			continue
@@ -269,42 +274,96 @@ func (b *Broker) recover(ctx context.Context) error {
 			stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name})
 			continue
 		}
-		var refs []*ref
+		qr := queueRecords{q: q, name: name}
 		err := st.ForEach(name, func(k, v []byte) error {
 			if len(k) != 8 || len(v) != 12 {
 				return fmt.Errorf("bad ref record in %s", name)
 			}
-			seq := binary.BigEndian.Uint64(k)
-			m := msgs[seq]
-			if m == nil {
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: name, Key: seqKey(seq)})
-				return nil
+			rr := refRecord{seq: binary.BigEndian.Uint64(k), count: int32(binary.BigEndian.Uint32(v[:4])),
+				at: int64(binary.BigEndian.Uint64(v[4:]))}
+			qr.recs = append(qr.recs, rr)
+			info := infos[rr.seq]
+			if info == nil {
+				info = &msgInfo{}
+				infos[rr.seq] = info
 			}
-			rec := recs[seq]
-			if rec == nil {
-				rec = &stored{key: seq}
-				recs[seq] = rec
+			info.refs++
+			if !(b.pager.after > 0 && rr.at-now > b.pager.after) {
+				info.decode = true
 			}
-			rec.refs.Add(1)
-			count := int32(binary.BigEndian.Uint32(v[:4]))
-			refs = append(refs, &ref{msg: m, rec: rec, seq: seq, q: q, count: count, marked: count, size: int32(m.Size()),
-				deliverAt: int64(binary.BigEndian.Uint64(v[4:]))})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		loaded += len(refs)
-		if len(refs) > 0 {
-			q.add(refs...)
-			q.mu.Lock()
-			q.stats.Enqueued -= uint64(len(refs))
-			q.mu.Unlock()
-		}
+		perQueue = append(perQueue, qr)
 	}
-	for seq := range msgs {
-		if recs[seq] == nil {
+	// Pass 2: the messages. Unreferenced ones are stale.
+	var maxSeq uint64
+	decoded := 0
+	err = st.ForEach(bucketMsgs, func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("bad message key %x", k)
+		}
+		seq := binary.BigEndian.Uint64(k)
+		maxSeq = max(maxSeq, seq)
+		info := infos[seq]
+		if info == nil {
 			stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(seq)})
+			return nil
+		}
+		info.present = true
+		info.size = int32(len(v))
+		if info.decode {
+			m := new(message.Message)
+			if err := m.UnmarshalBinary(v); err != nil {
+				return fmt.Errorf("message %d: %w", seq, err)
+			}
+			info.msg = m
+			info.size = int32(m.Size())
+			decoded++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Pass 3: rebuild each queue in order; paged refs go to the pager.
+	loaded, paged := 0, 0
+	for _, qr := range perQueue {
+		var refs []*ref
+		var pagedRefs []pagedRef
+		for _, rr := range qr.recs {
+			info := infos[rr.seq]
+			if !info.present {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: qr.name, Key: seqKey(rr.seq)})
+				continue
+			}
+			if info.rec == nil {
+				info.rec = &stored{key: rr.seq}
+				info.rec.refs.Store(info.refs)
+			}
+			if b.pager.after > 0 && rr.at-now > b.pager.after {
+				e := pagedRef{at: rr.at, seq: rr.seq, q: qr.q, count: rr.count, size: info.size}
+				if info.refs > 1 {
+					e.rec = info.rec
+				}
+				pagedRefs = append(pagedRefs, e)
+				continue
+			}
+			refs = append(refs, &ref{msg: info.msg, rec: info.rec, seq: rr.seq, q: qr.q, count: rr.count, marked: rr.count,
+				size: info.size, deliverAt: rr.at})
+		}
+		loaded += len(refs) + len(pagedRefs)
+		paged += len(pagedRefs)
+		if len(pagedRefs) > 0 {
+			qr.q.addPaged(pagedRefs)
+		}
+		if len(refs) > 0 {
+			qr.q.add(refs...)
+			qr.q.mu.Lock()
+			qr.q.stats.Enqueued -= uint64(len(refs))
+			qr.q.mu.Unlock()
 		}
 	}
 	if len(stale) > 0 {
@@ -314,6 +373,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	}
 	b.seq.Store(maxSeq)
 	b.log.Info("store recovered", slog.Int("destinations", len(b.dests)), slog.Int("durable_subscriptions", len(b.subs)),
-		slog.Int("messages", len(msgs)), slog.Int("refs", loaded), slog.Int("stale_records_removed", len(stale)))
+		slog.Int("messages", len(infos)), slog.Int("decoded", decoded), slog.Int("refs", loaded), slog.Int("paged", paged),
+		slog.Int("stale_records_removed", len(stale)))
 	return nil
 }

@@ -93,6 +93,15 @@ type Config struct {
 	ExpiryScanInterval time.Duration
 	// ProviderVersion is reported in connection metadata, e.g. "0.1.0".
 	ProviderVersion string
+	// PageScheduledAfter: a persistent message scheduled (time-to-deliver,
+	// delivery time, redelivery delay) further ahead than this is kept in
+	// the store only, not in memory, until PageLookahead before it is due.
+	// Zero means DefaultPageScheduledAfter; negative keeps every scheduled
+	// message in memory.
+	PageScheduledAfter time.Duration
+	// PageLookahead is how long before its time a paged message is read back
+	// (zero means DefaultPageLookahead).
+	PageLookahead time.Duration
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// Destinations are the configured queues and topics. They are created

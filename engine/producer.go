@@ -69,8 +69,10 @@ type Producer struct {
 func (p *Producer) Destination() message.Destination { return p.dest }
 
 // Send sends m to the producer's destination. Send takes ownership of m: the
-// engine sets its header fields (JMSMessageID, JMSTimestamp, …) and shares it
-// with consumers, so the caller must not change it afterwards. A persistent
+// engine sets its header fields (JMSTimestamp, JMSDestination, …) and shares
+// it with consumers, so the caller must not change or send it again. A
+// JMSMessageID already set (AMQP clients such as Qpid JMS choose their own,
+// and correlate replies on it) is kept; an empty one is assigned. A persistent
 // message to a durable destination is stored before Send returns.
 func (p *Producer) Send(ctx context.Context, m *message.Message, o SendOptions) error {
 	return p.SendTo(ctx, p.dest, m, o)

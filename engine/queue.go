@@ -83,10 +83,36 @@ func (q *queue) add(refs ...*ref) {
 	}
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
-	for _, r := range due {
-		q.b.sched.add(r.deliverAt, r)
-	}
+	q.b.schedule(due, now)
 	q.b.expireRefs(q, expired)
+}
+
+// addPaged accounts for messages recovered straight into the pager.
+func (q *queue) addPaged(entries []pagedRef) {
+	q.mu.Lock()
+	for i := range entries {
+		entries[i].gen = q.gen
+		q.count++
+		q.bytes += int64(entries[i].size)
+		q.scheduled++
+	}
+	q.mu.Unlock()
+	for _, e := range entries {
+		q.b.pager.add(e)
+	}
+}
+
+// forgetPaged drops the accounting of a paged message that is gone.
+func (q *queue) forgetPaged(e pagedRef) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted || e.gen != q.gen {
+		return
+	}
+	q.count--
+	q.bytes -= int64(e.size)
+	q.scheduled--
+	q.quotaCond.Broadcast()
 }
 
 // wake moves scheduled refs whose time has come into the ready lists, all
@@ -299,9 +325,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	q.quotaCond.Broadcast()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
-	for _, r := range later {
-		q.b.sched.add(r.deliverAt, r)
-	}
+	q.b.schedule(later, now)
 	q.b.expireRefs(q, expired)
 	return undeliverable, ops
 }
