@@ -750,6 +750,7 @@ func TestAdminRoundTrip100k(t *testing.T) {
 		t.Fatalf("export: %d %v", n, err)
 	}
 	exported := time.Since(start)
+	size := buf.Len()
 	start = time.Now()
 	if n, err := h.b.DeleteMessages(ctx, tg, engine.Filter{}); err != nil || n != total {
 		t.Fatalf("delete: %d %v", n, err)
@@ -761,7 +762,7 @@ func TestAdminRoundTrip100k(t *testing.T) {
 	}
 	imported := time.Since(start)
 	t.Logf("%d messages: export %v (%.1f MB), delete %v, import %v (first load %v)",
-		total, exported.Round(time.Millisecond), float64(buf.Cap())/1e6, deleted.Round(time.Millisecond), imported.Round(time.Millisecond), loaded.Round(time.Millisecond))
+		total, exported.Round(time.Millisecond), float64(size)/1e6, deleted.Round(time.Millisecond), imported.Round(time.Millisecond), loaded.Round(time.Millisecond))
 
 	check := func(when string) {
 		t.Helper()
