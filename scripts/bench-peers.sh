@@ -18,6 +18,8 @@
 # Knobs (environment): ROUNDS (3), SCENARIOS ("queue persistent fanout"),
 # QUEUE_COUNT (50000), PERSISTENT_COUNT (3000), FANOUT_COUNT (2000, times 50
 # subscribers), AMQP (1: also AMQP 1.0, Sluice and RabbitMQ), AMQP_COUNT (30000),
+# CLIENTS ("go-stomp lean": the STOMP clients, see `sluice bench stomp --help`;
+# go-stomp's own CPU cost caps what it can measure on a small machine),
 # RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
 # one under /tmp), EXTRA (more `sluice bench` flags for every run).
 set -euo pipefail
@@ -32,6 +34,7 @@ FANOUT_COUNT=${FANOUT_COUNT:-2000}
 AMQP=${AMQP:-1}
 AMQP_COUNT=${AMQP_COUNT:-30000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+CLIENTS=${CLIENTS:-"go-stomp lean"}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
 mkdir -p "$OUT"
@@ -123,7 +126,7 @@ run() {
   timeout "$RUN_TIMEOUT" "$SLUICE" bench "$proto" --scenario "$scenario" --count "$count" --label "$label" --json "$@" $EXTRA > "$tmp" 2> "$OUT/last.err" || rc=$?
   if [ -s "$tmp" ]; then
     cat "$tmp" >> "$file"
-    printf '  %-10s %-6s %-10s %s\n' "$scenario" "$proto" "$label" \
+    printf '  %-10s %-10s %-10s %s\n' "$scenario" "$(jq -r .protocol "$tmp" 2>/dev/null)" "$label" \
       "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
   else
     printf '  %-10s %-6s %-10s FAILED (exit %s): %s\n' "$scenario" "$proto" "$label" "$rc" "$(tr '\n' ' ' < "$OUT/last.err")"
@@ -132,10 +135,10 @@ run() {
   return 0
 }
 
-stomp_run() { # FILE LABEL SCENARIO COUNT
+stomp_run() { # FILE LABEL SCENARIO COUNT CLIENT
   local label=$2
   # shellcheck disable=SC2086
-  run "$1" stomp "$label" "$3" "$4" --addr "${ADDR[$label]}" --broker-pid "${PID[$label]}" ${FLAGS[$label]}
+  run "$1" stomp "$label" "$3" "$4" --client "$5" --addr "${ADDR[$label]}" --broker-pid "${PID[$label]}" ${FLAGS[$label]}
 }
 
 echo "== machine"
@@ -145,11 +148,13 @@ echo "loadavg before: $(cat /proc/loadavg)" > "$OUT/machine.txt"
 
 for scenario in $SCENARIOS; do
   count=$(count_of "$scenario")
-  echo "== $scenario: warm-up (not recorded), then $ROUNDS rounds of $count messages"
-  for b in $BROKERS; do stomp_run "$OUT/warmup.json" "$b" "$scenario" $(( (count + 4) / 5 )); done
-  for r in $(seq 1 "$ROUNDS"); do
-    echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
-    for b in $BROKERS; do stomp_run "$OUT/reports.json" "$b" "$scenario" "$count"; done
+  for client in $CLIENTS; do
+    echo "== $scenario, $client client: warm-up (not recorded), then $ROUNDS rounds of $count messages"
+    for b in $BROKERS; do stomp_run "$OUT/warmup.json" "$b" "$scenario" $(( (count + 4) / 5 )) "$client"; done
+    for r in $(seq 1 "$ROUNDS"); do
+      echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+      for b in $BROKERS; do stomp_run "$OUT/reports.json" "$b" "$scenario" "$count" "$client"; done
+    done
   done
 done
 

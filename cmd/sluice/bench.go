@@ -227,8 +227,8 @@ func startProfiling(stderr io.Writer, file, addr string) (func(), error) {
 // newBenchSTOMPCommand is "sluice bench stomp".
 func newBenchSTOMPCommand() *cobra.Command {
 	var (
-		b                     benchFlags
-		login, passcode, host string
+		b                             benchFlags
+		login, passcode, host, client string
 	)
 	cmd := &cobra.Command{
 		Use:   "stomp",
@@ -239,13 +239,17 @@ func newBenchSTOMPCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return b.run(cmd, false, func(addr string) (loadgen.Driver, error) {
-				return loadgen.NewSTOMP(loadgen.STOMPConfig{Addr: addr, Login: login, Passcode: passcode, Host: host}), nil
+				if client != loadgen.ClientGoSTOMP && client != loadgen.ClientLean {
+					return nil, fmt.Errorf("--client %q: want go-stomp or lean", client)
+				}
+				return loadgen.NewSTOMP(loadgen.STOMPConfig{Addr: addr, Login: login, Passcode: passcode, Host: host, Client: client}), nil
 			})
 		},
 	}
 	b.register(cmd.Flags())
 	cmd.Flags().StringVar(&login, "login", "", "CONNECT login")
 	cmd.Flags().StringVar(&passcode, "passcode", "", "CONNECT passcode")
+	cmd.Flags().StringVar(&client, "client", loadgen.ClientGoSTOMP, "STOMP client: go-stomp (github.com/go-stomp/stomp/v3) or lean (a minimal client that costs far less CPU, for when go-stomp is the bottleneck)")
 	cmd.Flags().StringVar(&host, "host", "", `CONNECT host header (RabbitMQ reads it as the virtual host: give "/"); default the address's host`)
 	return cmd
 }

@@ -66,6 +66,9 @@ func NewAMQP(cfg AMQPConfig) *AMQP {
 	return &AMQP{cfg: cfg}
 }
 
+// Protocol is "amqp".
+func (a *AMQP) Protocol() string { return "amqp" }
+
 // Name describes the target.
 func (a *AMQP) Name() string { return "amqp " + a.cfg.Addr }
 
@@ -229,12 +232,22 @@ func (p *amqpProducer) Flush(ctx context.Context) error {
 	return nil
 }
 
+// closeConn closes an AMQP connection (its links and sessions with it:
+// RabbitMQ's plugin can take seconds to answer a detach), within a bound.
+func closeAMQP(c *amqp.Conn) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		return errors.New("connection close not answered within 5s")
+	}
+}
+
 func (p *amqpProducer) Close() error {
 	close(p.receipts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = p.snd.Close(ctx)
-	err := p.c.Close()
+	err := closeAMQP(p.c)
 	select {
 	case <-p.idle:
 	case <-time.After(5 * time.Second):
@@ -318,10 +331,7 @@ func (ac *amqpConsumer) run(ctx context.Context, o *Options, h Handler) {
 func (ac *amqpConsumer) Close() error {
 	ac.closing.Store(true)
 	ac.cancel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = ac.rcv.Close(ctx)
-	err := ac.c.Close()
+	err := closeAMQP(ac.c)
 	select {
 	case <-ac.done:
 	case <-time.After(5 * time.Second):

@@ -212,6 +212,9 @@ type Handler func(m Msg, err error)
 type Driver interface {
 	// Name describes the target, e.g. "stomp 127.0.0.1:61613".
 	Name() string
+	// Protocol names the protocol and client, for grouping reports:
+	// "stomp", "stomp/lean", "amqp".
+	Protocol() string
 	// NewProducer connects a producer for the destination of o.
 	NewProducer(ctx context.Context, o *Options, idx int) (Producer, error)
 	// NewConsumer connects and subscribes a consumer; once it returns,
@@ -261,7 +264,7 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	if err := o.Resolve(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Label: o.Label, Target: d.Name(), Options: o, LoadBefore: loadAvg()}
+	rep := &Report{Label: o.Label, Target: d.Name(), Protocol: d.Protocol(), Options: o, LoadBefore: loadAvg()}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -342,11 +343,12 @@ func TestAMQPAddresses(t *testing.T) {
 func TestPeerBrokers(t *testing.T) {
 	var drivers []Driver
 	if addr := os.Getenv("SLUICE_BENCH_STOMP"); addr != "" {
-		drivers = append(drivers, NewSTOMP(STOMPConfig{Addr: addr}))
+		drivers = append(drivers, NewSTOMP(STOMPConfig{Addr: addr}), NewSTOMP(STOMPConfig{Addr: addr, Client: ClientLean}))
 	}
 	if os.Getenv("SLUICE_BENCH_RABBITMQ") != "" {
 		drivers = append(drivers,
 			NewSTOMP(STOMPConfig{Addr: "127.0.0.1:63613", Login: "guest", Passcode: "guest", Host: "/"}),
+			NewSTOMP(STOMPConfig{Addr: "127.0.0.1:63613", Login: "guest", Passcode: "guest", Host: "/", Client: ClientLean}),
 			// Pre-settled consumers: RabbitMQ 3.10's AMQP 1.0 plugin stalls
 			// consumers that accept each message.
 			NewAMQP(AMQPConfig{Addr: "127.0.0.1:5673", User: "guest", Password: "guest", Addresses: AddressRabbitMQ, DefaultCredit: 1000}))
@@ -368,5 +370,64 @@ func TestPeerBrokers(t *testing.T) {
 				checkReport(t, r, int64(o.Count), int64(o.Count)*int64(max(1, o.Consumers)))
 			})
 		}
+	}
+}
+
+func TestLeanClient(t *testing.T) {
+	p, err := StartInProcess(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	d := NewSTOMP(STOMPConfig{Addr: p.STOMPAddr(), Client: ClientLean})
+	if !strings.Contains(d.Name(), "lean") {
+		t.Fatalf("name %q", d.Name())
+	}
+	for _, tc := range []struct {
+		name       string
+		o          Options
+		deliveries int64
+	}{
+		{"queue", Options{Scenario: ScenarioQueue, Count: 2000}, 2000},
+		{"persistent", Options{Scenario: ScenarioPersistent, Count: 200}, 200},
+		{"persistent-window", Options{Scenario: ScenarioPersistent, Count: 500, ReceiptWindow: 8, AckMode: AckClientIndividual, Prefetch: 20}, 500},
+		{"fanout", Options{Scenario: ScenarioFanout, Count: 300, Consumers: 7}, 2100},
+		{"client-ack", Options{Scenario: ScenarioQueue, Count: 1000, Consumers: 2, AckMode: AckClient, AckEvery: 5, Prefetch: 30}, 1000},
+		{"duration", Options{Scenario: ScenarioQueue, Duration: 200 * time.Millisecond, MaxBacklog: 300}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(context.Background(), d, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.deliveries
+			sent := int64(tc.o.Count)
+			if want < 0 {
+				want, sent = r.Sent, -1
+			}
+			checkReport(t, r, sent, want)
+		})
+	}
+}
+
+func TestLeanFrameReader(t *testing.T) {
+	in := "\n\r\nMESSAGE\nbench_run:r\\c1\nbench_run:second\ncontent-length:3\nother:x\n\nab\x00\x00\n" +
+		"ERROR\nmessage:bad thing\n\ndetail\x00"
+	c := &leanConn{r: bufio.NewReader(strings.NewReader(in))}
+	var f leanFrame
+	if err := c.readFrame(&f, []string{hdrRun, "message"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.command != "MESSAGE" || f.get(hdrRun) != "r:1" || f.get("other") != "" || f.body != nil {
+		t.Fatalf("%+v", f)
+	}
+	if err := c.readFrame(&f, []string{"message"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.command != "ERROR" || f.get("message") != "bad thing" || string(f.body) != "detail" {
+		t.Fatalf("%+v %q", f, f.body)
+	}
+	if err := c.readFrame(&f, nil); err == nil {
+		t.Fatal("want EOF")
 	}
 }

@@ -12,9 +12,11 @@ import (
 // Report is the outcome of a run.
 type Report struct {
 	// Label names the broker in comparisons (default: the target).
-	Label   string  `json:"label"`
-	Target  string  `json:"target"`
-	Options Options `json:"options"`
+	Label  string `json:"label"`
+	Target string `json:"target"`
+	// Protocol is the protocol and client: "stomp", "stomp/lean", "amqp".
+	Protocol string  `json:"protocol"`
+	Options  Options `json:"options"`
 
 	Sent       int64 `json:"sent"`
 	Received   int64 `json:"received"`   // deliveries counted, over all consumers

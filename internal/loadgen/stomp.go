@@ -37,7 +37,17 @@ type STOMPConfig struct {
 	// Options.Prefetch; default activemq.prefetchSize (ActiveMQ, Sluice)
 	// and prefetch-count (RabbitMQ, Sluice).
 	PrefetchHeaders []string
+	// Client is "go-stomp" (default: github.com/go-stomp/stomp/v3's Conn)
+	// or "lean" (this package's minimal client, see lean.go), for when
+	// go-stomp's CPU cost would make the load generator the bottleneck.
+	Client string
 }
+
+// STOMP clients.
+const (
+	ClientGoSTOMP = "go-stomp"
+	ClientLean    = "lean"
+)
 
 // STOMP is the STOMP driver.
 type STOMP struct {
@@ -49,11 +59,27 @@ func NewSTOMP(cfg STOMPConfig) *STOMP {
 	if cfg.PrefetchHeaders == nil {
 		cfg.PrefetchHeaders = []string{"activemq.prefetchSize", "prefetch-count"}
 	}
+	if cfg.Client == "" {
+		cfg.Client = ClientGoSTOMP
+	}
 	return &STOMP{cfg: cfg}
 }
 
+// Protocol is "stomp", or "stomp/lean" with the lean client.
+func (s *STOMP) Protocol() string {
+	if s.cfg.Client == ClientLean {
+		return "stomp/lean"
+	}
+	return "stomp"
+}
+
 // Name describes the target.
-func (s *STOMP) Name() string { return "stomp " + s.cfg.Addr }
+func (s *STOMP) Name() string {
+	if s.cfg.Client == ClientLean {
+		return "stomp " + s.cfg.Addr + " (lean client)"
+	}
+	return "stomp " + s.cfg.Addr
+}
 
 func stompDestination(o *Options) string {
 	if strings.HasPrefix(o.Destination, "/") {
@@ -192,6 +218,9 @@ func parseMsg(get func(string) string) (Msg, error) {
 // pipelines SEND frames itself (go-stomp's Conn.Send waits for each
 // receipt), still with go-stomp's frame codec.
 func (s *STOMP) NewProducer(ctx context.Context, o *Options, idx int) (Producer, error) {
+	if s.cfg.Client == ClientLean {
+		return s.newLeanProducer(ctx, o)
+	}
 	if o.Receipts && o.ReceiptWindow > 1 {
 		return s.newWindowProducer(ctx, o)
 	}
@@ -227,6 +256,9 @@ func (p *stompProducer) Close() error {
 
 // NewConsumer subscribes a consumer on a connection of its own.
 func (s *STOMP) NewConsumer(ctx context.Context, o *Options, idx int, h Handler) (Consumer, error) {
+	if s.cfg.Client == ClientLean {
+		return s.newLeanConsumer(ctx, o, h)
+	}
 	c, nc, log, err := s.dial(ctx)
 	if err != nil {
 		return nil, err

@@ -80,6 +80,9 @@ func (g *Group) Failed() int {
 }
 
 func protocolOf(r *Report) string {
+	if r.Protocol != "" {
+		return r.Protocol
+	}
 	p, _, _ := strings.Cut(r.Target, " ")
 	return p
 }
@@ -155,12 +158,16 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 		}
 		ratio := mine / theirs
 		line := fmt.Sprintf("%s %s: %s / %s (better peer) = %.2f×", g.Scenario, g.Protocol, baseline, best.Label, ratio)
-		if bar, ok := Bars[g.Protocol][g.Scenario]; ok {
+		proto, client, _ := strings.Cut(g.Protocol, "/")
+		if bar, ok := Bars[proto][g.Scenario]; ok {
 			verdict := "MET"
 			if ratio < bar {
 				verdict = "NOT MET"
 			}
 			line += fmt.Sprintf("  (bar ≥ %.1f×: %s)", bar, verdict)
+			if client != "" {
+				line += " [" + client + " client]"
+			}
 		}
 		if cb, cp := g.Median(func(r *Report) float64 { return r.BrokerCPUPer100k }), best.Median(func(r *Report) float64 { return r.BrokerCPUPer100k }); cb > 0 && cp > 0 {
 			line += fmt.Sprintf("; CPU per 100k deliveries %.2fs vs %.2fs", cb, cp)
