@@ -345,8 +345,11 @@ func (c *conn) connect(f *frame.Frame) error {
 		return err
 	}
 	c.eng = eng
+	// A problem the engine reports on the connection as a whole (an
+	// administrator closed it, say) ends the STOMP connection.
 	eng.SetExceptionListener(func(err error) {
-		c.log.Info("engine reported a connection problem", slog.Any("err", err))
+		c.log.Info("engine ended the connection", slog.Any("err", err))
+		c.fail(refuse("%v", err), nil)
 	})
 	if c.prodSess, err = eng.CreateSession(engine.AutoAcknowledge); err != nil {
 		return err

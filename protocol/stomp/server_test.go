@@ -444,3 +444,26 @@ func TestSubscriptionLimits(t *testing.T) {
 		t.Fatalf("subscription limit: %s %q", f.Command, msg)
 	}
 }
+
+func TestAdministratorCloseEndsTheConnection(t *testing.T) {
+	addr, eng := startServer(t, engine.Config{}, stomp.Options{})
+	r := dialRaw(t, addr)
+	r.write("CONNECT\naccept-version:1.2\nclient-id:doomed\n\n\x00")
+	if f := r.read(); f.Command != frame.CmdConnected {
+		t.Fatalf("got %s", f.Command)
+	}
+	var id uint64
+	for _, ci := range eng.Connections() {
+		if ci.ClientID == "doomed" {
+			id = ci.ID
+		}
+	}
+	if err := eng.CloseConnection(id); err != nil {
+		t.Fatal(err)
+	}
+	f := r.read()
+	if msg, _ := f.Get("message"); f.Command != frame.CmdError || !strings.Contains(msg, "administrator") {
+		t.Fatalf("got %s %q", f.Command, msg)
+	}
+	r.closed()
+}
