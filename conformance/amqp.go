@@ -37,10 +37,13 @@ import (
 //     uncounted;
 //   - browsing: a source with distribution-mode copy, drained.
 //
+// Sluice's own extensions (docs/amqp.md) carry what no peer does:
+// x-opt-sluice-redelivery-limit (JMSRedeliveryLimit) and x-opt-sluice-xml
+// (an XML text body, for JMS_BEA_SELECT).
+//
 // What it cannot say: transactions (go-amqp v1.7.0 has no transaction
-// coordinator: no declare/discharge, no transactional-state), XML message
-// bodies, a message's JMSRedeliveryLimit and a session's redelivery delay
-// (no AMQP convention carries them).
+// coordinator: no declare/discharge, no transactional-state) and a
+// session's redelivery delay (no AMQP convention carries it).
 type amqpDriver struct {
 	addr string
 	seq  atomic.Uint64
@@ -62,6 +65,10 @@ const (
 	annDeliveryDelay   = "x-opt-delivery-delay"
 	annDeliveryTime    = "x-opt-delivery-time"
 	jmsTextMessage     = int8(5)
+	// Sluice's extensions (docs/amqp.md): WebLogic features no peer
+	// carries on AMQP.
+	annRedeliveryLimit = "x-opt-sluice-redelivery-limit"
+	annXML             = "x-opt-sluice-xml"
 )
 
 func amqpCaps(k Kind) []string {
@@ -193,12 +200,6 @@ func (c *amqpConn) Send(ctx context.Context, d Dest, m *Message, tx Tx) error {
 	if tx != nil {
 		return errNoAMQPTx
 	}
-	if m.XML {
-		return NotExpressible("no AMQP convention marks a message body as XML (CONVENTIONS.md), so JMS_BEA_SELECT has nothing to read")
-	}
-	if m.RedeliveryLimit != nil {
-		return NotExpressible("no AMQP convention carries a message's JMSRedeliveryLimit (CONVENTIONS.md)")
-	}
 	msg := &amqp.Message{Value: m.Body, Header: &amqp.MessageHeader{Durable: true, Priority: 4},
 		Properties: &amqp.MessageProperties{}, Annotations: amqp.Annotations{}}
 	msg.Annotations[amqp.Symbol(annMsgType)] = jmsTextMessage
@@ -215,6 +216,12 @@ func (c *amqpConn) Send(ctx context.Context, d Dest, m *Message, tx Tx) error {
 	if !m.Expiration.IsZero() {
 		t := m.Expiration
 		msg.Properties.AbsoluteExpiryTime = &t
+	}
+	if m.XML {
+		msg.Annotations[amqp.Symbol(annXML)] = true
+	}
+	if m.RedeliveryLimit != nil {
+		msg.Annotations[amqp.Symbol(annRedeliveryLimit)] = int32(*m.RedeliveryLimit)
 	}
 	if m.DeliveryDelay > 0 {
 		msg.Annotations[amqp.Symbol(annDeliveryDelay)] = m.DeliveryDelay.Milliseconds()
@@ -356,22 +363,36 @@ func (c *amqpConn) Browse(ctx context.Context, d Dest, sel string) ([]*Received,
 	defer func() { _ = s.sess.Close(context.Background()) }()
 	var out []*Received
 	for {
-		if err := s.r.IssueCredit(500); err != nil {
+		if err := s.r.IssueCredit(browseCredit); err != nil {
 			return out, amqpErr("flow", err)
+		}
+		// go-amqp drops credit issued but not yet sent when a drain is
+		// asked for, so wait until the credit has brought a message (or
+		// surely reached the broker) before draining.
+		n := 0
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		m, err := s.r.Receive(wctx, nil)
+		cancel()
+		if err == nil {
+			out = append(out, amqpReceived(m))
+			n++
+		} else if ctx.Err() != nil {
+			return out, ctx.Err()
 		}
 		if err := s.r.DrainCredit(ctx, nil); err != nil {
 			return out, amqpErr("drain", err)
 		}
-		n := 0
 		for m := s.r.Prefetched(); m != nil; m = s.r.Prefetched() {
 			out = append(out, amqpReceived(m))
 			n++
 		}
-		if n < 500 {
+		if n < browseCredit {
 			return out, nil
 		}
 	}
 }
+
+const browseCredit = 500
 
 func (c *amqpConn) Begin(context.Context) (Tx, error) { return nil, errNoAMQPTx }
 
@@ -543,10 +564,10 @@ func amqpReceived(m *amqp.Message) *Received {
 			r.Expiration = p.AbsoluteExpiryTime.UnixMilli()
 		}
 		if p.ReplyTo != nil {
-			r.ReplyTo = amqpReplyTo(*p.ReplyTo, m.Annotations[amqp.Symbol(annReplyTo)])
+			r.ReplyTo = amqpReplyTo(*p.ReplyTo, annotation(m, annReplyTo))
 		}
 	}
-	switch v := m.Annotations[amqp.Symbol(annDeliveryTime)].(type) {
+	switch v := annotation(m, annDeliveryTime).(type) {
 	case time.Time:
 		r.DeliveryTime = v.UnixMilli()
 	case nil:
@@ -557,6 +578,15 @@ func amqpReceived(m *amqp.Message) *Received {
 		r.Props[k] = v
 	}
 	return r
+}
+
+// annotation returns a message annotation; go-amqp decodes symbol keys as
+// plain strings.
+func annotation(m *amqp.Message, key string) any {
+	if v, ok := m.Annotations[key]; ok {
+		return v
+	}
+	return m.Annotations[amqp.Symbol(key)]
 }
 
 // amqpReplyTo reads a reply-to address: its kind from x-opt-jms-reply-to

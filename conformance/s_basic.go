@@ -151,8 +151,7 @@ func init() {
 				_, err := t.TryDialOn(t.P, id)
 				t.ExpectRefused(err, "a second connection with client ID "+id)
 				t.Close(first)
-				t.Sleep(100 * time.Millisecond)
-				t.Dial(id)
+				t.Redial(t.P, id)
 			},
 		},
 	)

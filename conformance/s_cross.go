@@ -113,7 +113,7 @@ func init() {
 				t.CloseSub(t.Subscribe(c, tp, SubOptions{Name: name, Durable: true}))
 				t.Close(c)
 				t.Send(t.Dial(), tp, &Message{Body: "kept", Persistent: Persistent})
-				t.ReceiveBody(t.Subscribe(t.DialQ(id), tp, SubOptions{Name: name, Durable: true}), "kept")
+				t.ReceiveBody(t.Subscribe(t.Redial(t.Q, id), tp, SubOptions{Name: name, Durable: true}), "kept")
 			},
 		},
 		&Scenario{

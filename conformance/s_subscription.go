@@ -23,7 +23,7 @@ func init() {
 				t.ReceiveBody(sub, "first")
 				t.Close(c)
 				t.Send(p, tp, &Message{Body: "while away", Persistent: Persistent})
-				c = t.Dial(id)
+				c = t.Redial(t.P, id)
 				t.ReceiveBody(t.Subscribe(c, tp, SubOptions{Name: name, Durable: true}), "while away")
 			},
 		},
@@ -64,7 +64,7 @@ func init() {
 				t.Send(t.Dial(), tp, &Message{Body: "pending", Persistent: Persistent})
 				t.Unsubscribe(c, tp, name, "")
 				t.Close(c)
-				c = t.Dial(id)
+				c = t.Redial(t.P, id)
 				t.NoMessage(t.Subscribe(c, tp, SubOptions{Name: name, Durable: true}))
 			},
 		},

@@ -195,6 +195,29 @@ func (t *T) DialOn(d Driver, clientID ...string) Conn {
 	return c
 }
 
+// Redial connects over d with a client ID that a connection of this
+// scenario has just closed. JMS frees a client ID when close returns; a
+// broker that frees it a moment after answering the close refuses an
+// immediate reconnection, so a refusal is retried for up to 2s and noted
+// (Sluice's STOMP and AMQP front-ends do this: the DISCONNECT receipt and
+// the close frame go out before the engine connection closes).
+func (t *T) Redial(d Driver, clientID string) Conn {
+	deadline := time.Now().Add(2 * time.Second)
+	for tries := 1; ; tries++ {
+		c, err := t.TryDialOn(d, clientID)
+		if err == nil {
+			if tries > 1 {
+				t.Note("client ID %s was still in use just after its connection closed; connected at try %d", clientID, tries)
+			}
+			return c
+		}
+		if !IsRefused(err) || time.Now().After(deadline) {
+			t.check(err, "connect again over "+d.Protocol()+" with client ID "+clientID)
+		}
+		t.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TryDialOn connects over d and returns the error instead of failing.
 func (t *T) TryDialOn(d Driver, clientID ...string) (Conn, error) {
 	o := ConnOptions{}
