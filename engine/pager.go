@@ -238,6 +238,7 @@ func (p *pager) load(batch []pagedRef) {
 		}
 		return
 	}
+	refs := make([]*ref, 0, len(batch))
 	for i, e := range batch {
 		m := msgs[i]
 		if m == nil {
@@ -250,8 +251,8 @@ func (p *pager) load(batch []pagedRef) {
 			rec = &stored{key: e.seq}
 			rec.refs.Store(1)
 		}
-		r := &ref{msg: m, rec: rec, seq: e.seq, q: e.q, count: e.count, marked: e.count,
-			deliverAt: e.at, size: e.size, gen: e.gen, state: refScheduled}
-		b.sched.add(e.at, r)
+		refs = append(refs, &ref{msg: m, rec: rec, seq: e.seq, q: e.q, count: e.count, marked: e.count,
+			deliverAt: e.at, size: e.size, gen: e.gen, state: refScheduled})
 	}
+	b.sched.addBatch(refs)
 }

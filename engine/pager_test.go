@@ -15,6 +15,12 @@ import (
 // openPaging opens a broker on a journaled bbolt store in dir that pages
 // out messages scheduled more than 300 ms ahead.
 func openPaging(t *testing.T, dir string) (*Broker, func()) {
+	return openPagingOpts(t, dir, 300*time.Millisecond, 100*time.Millisecond)
+}
+
+// openPagingOpts is openPaging with the paging thresholds given (zero:
+// the defaults).
+func openPagingOpts(t *testing.T, dir string, after, ahead time.Duration) (*Broker, func()) {
 	t.Helper()
 	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
 	if err != nil {
@@ -25,7 +31,7 @@ func openPaging(t *testing.T, dir string) (*Broker, func()) {
 		t.Fatal(err)
 	}
 	b, err := New(context.Background(), Config{Store: js, AutoCreate: true,
-		PageScheduledAfter: 300 * time.Millisecond, PageLookahead: 100 * time.Millisecond})
+		PageScheduledAfter: after, PageLookahead: ahead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,30 @@ func (s *scheduler) add(at int64, r *ref) {
 	}
 }
 
+// addBatch schedules refs at their deliverAt under one lock.
+func (s *scheduler) addBatch(refs []*ref) {
+	if len(refs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	var before int64
+	if len(s.heap) > 0 {
+		before = s.heap[0].at
+	}
+	for _, r := range refs {
+		s.heap = append(s.heap, schedEntry{at: r.deliverAt, r: r})
+		s.up(len(s.heap) - 1)
+	}
+	earlier := len(s.heap) == len(refs) || s.heap[0].at < before
+	s.mu.Unlock()
+	if earlier {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // len returns the number of scheduled entries.
 func (s *scheduler) len() int {
 	s.mu.Lock()
