@@ -20,6 +20,10 @@
 # subscribers), AMQP (1: also AMQP 1.0, Sluice and RabbitMQ), AMQP_COUNT (30000),
 # CLIENTS ("go-stomp lean": the STOMP clients, see `sluice bench stomp --help`;
 # go-stomp's own CPU cost caps what it can measure on a small machine),
+# PEERS_PRIVATE (0: the shared instances on their usual ports; 1: private
+# copies of the peer scripts and configs under OUT, every port moved up by 100
+# and RabbitMQ node name sluicebench, so that another session starting or
+# stopping the shared instances cannot disturb the run),
 # RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
 # one under /tmp), EXTRA (more `sluice bench` flags for every run).
 set -euo pipefail
@@ -39,6 +43,23 @@ EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
 mkdir -p "$OUT"
 
+PEERS_PRIVATE=${PEERS_PRIVATE:-0}
+AMQ_STOMP=62613 RMQ_STOMP=63613 RMQ_AMQP=5673
+if [ "$PEERS_PRIVATE" = 1 ]; then
+  # The same scripts and configs (so the same JVM and Erlang settings), on
+  # private ports and state directories.
+  mkdir -p "$OUT/peers"
+  cp -r "$PEERS/../scripts" "$PEERS/../config" "$OUT/peers/"
+  AMQ_STOMP=62713 RMQ_STOMP=63713 RMQ_AMQP=5773
+  for p in 62713 62716 63713 5773 25773; do
+    if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "port $p is in use: cannot run private peers" >&2; exit 2; fi
+  done
+  sed -i -e 's/62613/62713/g' -e 's/62616/62716/g' -e 's/6672/6772/g' -e 's/63613/63713/g' -e 's/5673/5773/g' \
+    -e 's/baselinec@localhost/sluicebench@localhost/g' "$OUT"/peers/scripts/* "$OUT"/peers/config/*
+  PEERS="$OUT/peers/scripts"
+  AMQ_DIR="$OUT/peers/amq"
+  RMQ_DIR="$OUT/peers/rmq"
+fi
 AMQ_DIR=${AMQ_DIR:-/tmp/peers/amq}
 RMQ_DIR=${RMQ_DIR:-/tmp/peers/rmq}
 export AMQ_DIR RMQ_DIR
@@ -104,8 +125,8 @@ echo "sluice pid $SLUICE_PID, STOMP $SLUICE_ADDR, AMQP 1.0 ${SLUICE_AMQP:-none}"
 # target LABEL: the address, pid and flags of a broker.
 declare -A ADDR PID FLAGS
 ADDR[sluice]=$SLUICE_ADDR;       PID[sluice]=$SLUICE_PID; FLAGS[sluice]=""
-ADDR[activemq]=127.0.0.1:62613;  PID[activemq]=$AMQ_PID;  FLAGS[activemq]=""
-ADDR[rabbitmq]=127.0.0.1:63613;  PID[rabbitmq]=$RMQ_PID;  FLAGS[rabbitmq]="--host / --login guest --passcode guest"
+ADDR[activemq]=127.0.0.1:$AMQ_STOMP; PID[activemq]=$AMQ_PID;  FLAGS[activemq]=""
+ADDR[rabbitmq]=127.0.0.1:$RMQ_STOMP; PID[rabbitmq]=$RMQ_PID;  FLAGS[rabbitmq]="--host / --login guest --passcode guest"
 BROKERS="sluice activemq rabbitmq"
 
 count_of() {
@@ -117,6 +138,13 @@ count_of() {
 }
 
 FAILS=0
+# check_peers: the peers must still be the processes we measure.
+check_peers() {
+  local ok=1
+  kill -0 "$AMQ_PID" 2>/dev/null || { echo "  !! activemq (pid $AMQ_PID) is gone: someone stopped it" >&2; ok=0; }
+  kill -0 "$RMQ_PID" 2>/dev/null || { echo "  !! rabbitmq (pid $RMQ_PID) is gone: someone stopped it" >&2; ok=0; }
+  [ "$ok" = 1 ]
+}
 # run FILE PROTOCOL LABEL SCENARIO COUNT FLAGS...: one bounded run, its JSON
 # report appended to FILE.
 run() {
@@ -153,6 +181,7 @@ for scenario in $SCENARIOS; do
     for b in $BROKERS; do stomp_run "$OUT/warmup.json" "$b" "$scenario" $(( (count + 4) / 5 )) "$client"; done
     for r in $(seq 1 "$ROUNDS"); do
       echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+      check_peers || echo "  !! results of this round are suspect (use PEERS_PRIVATE=1)"
       for b in $BROKERS; do stomp_run "$OUT/reports.json" "$b" "$scenario" "$count" "$client"; done
     done
   done
@@ -166,7 +195,7 @@ if [ "$AMQP" = 1 ]; then
   # (persistent: each waits for the broker's settlement).
   declare -A AFLAGS
   AFLAGS[sluice]="--addr ${SLUICE_AMQP:-none} --broker-pid $SLUICE_PID"
-  AFLAGS[rabbitmq]="--addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --broker-pid $RMQ_PID"
+  AFLAGS[rabbitmq]="--addr 127.0.0.1:$RMQ_AMQP --user guest --password guest --address-style rabbitmq --broker-pid $RMQ_PID"
   ABROKERS="rabbitmq"
   [ -n "$SLUICE_AMQP" ] && ABROKERS="sluice rabbitmq"
   for scenario in queue persistent; do
