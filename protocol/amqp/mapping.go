@@ -404,6 +404,11 @@ func toEngine(am *types.Message) (*inbound, error) {
 	var contentType types.Symbol
 	if p := am.Properties; p != nil {
 		in.to, _ = addressString(p.To)
+		// The producer's message-id is the JMSMessageID (the engine assigns
+		// one only when it is absent): Qpid JMS chooses its own and
+		// correlates replies on it. ulong, uuid and binary ids keep their
+		// string form, as correlation-ids do.
+		m.ID = idString(p.MessageID)
 		m.Type = p.Subject
 		m.CorrelationID = idString(p.CorrelationID)
 		contentType = p.ContentType

@@ -294,6 +294,27 @@ func TestTypedApplicationProperties(t *testing.T) {
 	accept(t, r, m)
 }
 
+// TestProducerMessageIDKept: the producer's message-id is the JMSMessageID
+// (Qpid JMS correlates replies on it); a non-string id keeps its string form.
+func TestProducerMessageIDKept(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	c := ts.dial(t, nil)
+	s := session(t, c)
+	snd := sender(t, s, "ids", nil)
+	send(t, snd, &amqp.Message{Properties: &amqp.MessageProperties{MessageID: "ID:app-1"}, Value: "a"})
+	send(t, snd, &amqp.Message{Properties: &amqp.MessageProperties{MessageID: uint64(42)}, Value: "b"})
+	send(t, snd, &amqp.Message{Value: "c"})
+	r := receiver(t, s, "ids", nil)
+	for _, want := range []string{"ID:app-1", "42", ""} {
+		m := recv(t, r)
+		id, _ := m.Properties.MessageID.(string)
+		if want == "" && !strings.HasPrefix(id, "ID:sluice") || want != "" && id != want {
+			t.Errorf("%v: message-id %#v, want %q (or the broker's when empty)", m.Value, m.Properties.MessageID, want)
+		}
+		accept(t, r, m)
+	}
+}
+
 func TestHeaderAndPropertiesMapping(t *testing.T) {
 	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
 	c := ts.dial(t, nil)
