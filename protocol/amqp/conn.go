@@ -84,8 +84,8 @@ func remoteAddr(nc net.Conn) string {
 	return ""
 }
 
-// run serves the connection until it ends.
-func (c *conn) run() {
+// Run serves the connection until it ends.
+func (c *conn) Run() {
 	writerDone := make(chan struct{})
 	go func() { c.writeLoop(); close(writerDone) }()
 	err := c.serve()
@@ -109,8 +109,8 @@ func (c *conn) abort() {
 	_ = c.nc.Close()
 }
 
-// forceClose closes the connection from the server side (Shutdown).
-func (c *conn) forceClose() {
+// Abort closes the connection with amqp:connection:forced (shutdown).
+func (c *conn) Abort() {
 	if c.failing.CompareAndSwap(false, true) {
 		select {
 		case c.out <- outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: &types.Close{Error: &types.Error{

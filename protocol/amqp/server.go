@@ -2,13 +2,12 @@ package amqp
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
 // Options configure an AMQP server. Zero fields take the defaults.
@@ -98,92 +97,33 @@ func (o *Options) defaults() {
 
 // Server serves AMQP 1.0 connections on the engine.
 type Server struct {
-	eng  *engine.Broker
-	opts Options
-
-	mu     sync.Mutex
-	lns    map[net.Listener]struct{}
-	conns  map[*conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	eng   *engine.Broker
+	opts  Options
+	group netserve.Group[*conn]
 }
 
 // NewServer makes a server for eng.
 func NewServer(eng *engine.Broker, opts Options) *Server {
 	opts.defaults()
-	return &Server{eng: eng, opts: opts, lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+	return &Server{eng: eng, opts: opts}
 }
 
 // Serve accepts connections on ln until Shutdown; it returns net.ErrClosed
 // then.
 func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = ln.Close()
-		return net.ErrClosed
-	}
-	s.lns[ln] = struct{}{}
-	s.mu.Unlock()
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return err
-		}
-		delay = 0
-		go s.ServeConn(nc)
-	}
+	return s.group.Serve(ln, s.newConn)
 }
 
 // ServeConn serves one already-accepted connection until it ends.
 func (s *Server) ServeConn(nc net.Conn) {
-	c := newConn(s, nc)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = nc.Close()
-		return
-	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	c.run()
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
+	s.group.ServeConn(nc, s.newConn)
 }
+
+func (s *Server) newConn(nc net.Conn) *conn { return newConn(s, nc) }
 
 // Shutdown stops accepting and closes every connection with
 // amqp:connection:forced (their unsettled messages go back to their
 // destinations), waiting until they are gone or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for ln := range s.lns {
-		_ = ln.Close()
-	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.forceClose()
-	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.group.Shutdown(ctx)
 }

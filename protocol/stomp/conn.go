@@ -87,8 +87,8 @@ func (e *protoError) Error() string { return e.msg }
 
 func refuse(msg string, args ...any) error { return &protoError{msg: fmt.Sprintf(msg, args...)} }
 
-// run serves the connection until it ends.
-func (c *conn) run() {
+// Run serves the connection until it ends.
+func (c *conn) Run() {
 	writerDone := make(chan struct{})
 	go func() { c.writeLoop(); close(writerDone) }()
 	err := c.readLoop()
@@ -106,8 +106,8 @@ func (c *conn) run() {
 	<-writerDone
 }
 
-// abort closes the connection from the server side.
-func (c *conn) abort() {
+// Abort closes the connection from the server side.
+func (c *conn) Abort() {
 	c.closeOnce.Do(func() { close(c.done) })
 	_ = c.nc.Close()
 }
@@ -249,7 +249,7 @@ func (c *conn) writeLoop() {
 		case <-hb:
 			_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
 			if w.WriteHeartBeat() != nil || w.Flush() != nil {
-				c.abort()
+				c.Abort()
 			}
 			continue
 		case it := <-c.out:
@@ -308,7 +308,7 @@ func (c *conn) writeLoop() {
 						_ = tc.CloseWrite()
 					}
 				}
-				c.abort()
+				c.Abort()
 				return
 			}
 		}
