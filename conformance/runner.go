@@ -75,9 +75,6 @@ type Options struct {
 	Unavailable map[string]string
 	// Profile is the broker under test; nil means SluiceProfile.
 	Profile *Profile
-	// Only keeps the scenarios whose ID matches: a glob ("selector/*")
-	// when it has * ? or [, else a substring.
-	Only string
 	// Restart restarts the broker; nil when the runner cannot.
 	Restart func(ctx context.Context) error
 	// Admin is the broker's management API; nil when there is none, and

@@ -248,11 +248,11 @@ func init() {
 			Run: func(t *T) {
 				c := t.Dial()
 				q := t.Queue()
-				t.Send(c, q, &Message{Body: "hidden", DeliveryDelay: 1200 * time.Millisecond})
+				t.Send(c, q, &Message{Body: "hidden", DeliveryDelay: 2 * time.Second})
 				t.Send(c, q, &Message{Body: "visible"})
 				ms := t.Browse(c, q, "")
 				t.Expect(len(ms) == 1 && ms[0].Body == "visible", "browsed %v during the delay, want [visible]", bodies(ms))
-				t.Sleep(1500 * time.Millisecond)
+				t.Sleep(2300 * time.Millisecond)
 				ms = t.Browse(c, q, "")
 				t.Expect(len(ms) == 2, "browsed %v after the delay, want both", bodies(ms))
 			},

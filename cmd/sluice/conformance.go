@@ -87,7 +87,7 @@ Destination deletion needs --admin (Sluice's admin HTTP API).`,
 			}
 			candidates := map[string]conformance.Driver{}
 			o := conformance.Options{Drivers: map[string]conformance.Driver{}, Unavailable: map[string]string{},
-				Profile: prof, Only: only, Parallel: parallel, Timeout: timeout, Quiet: quiet}
+				Profile: prof, Parallel: parallel, Timeout: timeout, Quiet: quiet}
 			if stompAddr != "" {
 				candidates["stomp"] = conformance.NewSTOMP(stompAddr, conformance.STOMPOptions{Login: login, Passcode: passcode, Dialect: prof.STOMPDialect})
 			} else {
