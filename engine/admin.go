@@ -491,7 +491,7 @@ func (b *Broker) scheduledOf(q *queue) []*ref {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*ref
-	for _, e := range s.heap {
+	for _, e := range s.heap.items {
 		if e.r.q == q {
 			out = append(out, e.r)
 		}

@@ -35,7 +35,7 @@ type pagedRef struct {
 type pager struct {
 	b     *Broker
 	mu    sync.Mutex
-	heap  []pagedRef
+	heap  timeHeap[pagedRef]
 	wake  chan struct{}
 	after int64 // ms: refs due further away than this are paged out
 	ahead int64 // ms: refs due within this are loaded
@@ -81,19 +81,11 @@ func (p *pager) pageOut(r *ref) {
 	p.add(e)
 }
 
+func (e pagedRef) dueAt() int64 { return e.at }
+
 func (p *pager) add(e pagedRef) {
 	p.mu.Lock()
-	p.heap = append(p.heap, e)
-	i := len(p.heap) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if p.heap[parent].at <= p.heap[i].at {
-			break
-		}
-		p.heap[parent], p.heap[i] = p.heap[i], p.heap[parent]
-		i = parent
-	}
-	first := i == 0
+	first := p.heap.push(e)
 	p.mu.Unlock()
 	if first {
 		select {
@@ -107,60 +99,21 @@ func (p *pager) add(e pagedRef) {
 func (p *pager) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.heap)
-}
-
-func (p *pager) pop() pagedRef {
-	h := p.heap
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = pagedRef{}
-	p.heap = h[:n]
-	p.down(0)
-	return top
-}
-
-// down restores the heap order below i.
-func (p *pager) down(i int) {
-	h := p.heap
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].at < h[l].at {
-			m = r
-		}
-		if h[i].at <= h[m].at {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	return p.heap.len()
 }
 
 // materialize loads every paged message of q back into memory (the
 // scheduler), for management operations that must see them all.
 func (p *pager) materialize(q *queue) {
-	p.mu.Lock()
 	var mine []pagedRef
-	kept := p.heap[:0]
-	for _, e := range p.heap {
+	p.mu.Lock()
+	p.heap.filter(func(e pagedRef) bool {
 		if e.q == q {
 			mine = append(mine, e)
-		} else {
-			kept = append(kept, e)
+			return false
 		}
-	}
-	clear(p.heap[len(kept):])
-	p.heap = kept
-	// Restore the heap order over what is left.
-	for i := len(p.heap)/2 - 1; i >= 0; i-- {
-		p.down(i)
-	}
+		return true
+	})
 	p.mu.Unlock()
 	for len(mine) > 0 {
 		n := min(len(mine), pageInBatch)
@@ -180,14 +133,14 @@ func (p *pager) run(ctx context.Context) {
 		now := p.b.nowMillis()
 		batch = batch[:0]
 		p.mu.Lock()
-		for len(p.heap) > 0 && p.heap[0].at <= now+p.ahead && len(batch) < pageInBatch {
-			batch = append(batch, p.pop())
+		for p.heap.len() > 0 && p.heap.first().at <= now+p.ahead && len(batch) < pageInBatch {
+			batch = append(batch, p.heap.pop())
 		}
 		wait := time.Hour
 		if len(batch) == pageInBatch {
 			wait = 0
-		} else if len(p.heap) > 0 {
-			wait = time.Duration(p.heap[0].at-p.ahead-now) * time.Millisecond
+		} else if p.heap.len() > 0 {
+			wait = time.Duration(p.heap.first().at-p.ahead-now) * time.Millisecond
 		}
 		p.mu.Unlock()
 		if len(batch) > 0 {
