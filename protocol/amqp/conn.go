@@ -2,7 +2,6 @@ package amqp
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,11 +39,12 @@ type conn struct {
 	nc  net.Conn
 	log *slog.Logger
 
-	rd        *frames.Reader
-	out       chan outItem
-	done      chan struct{}
-	closeOnce sync.Once
-	failing   atomic.Bool
+	rd          *frames.Reader
+	out         chan outItem
+	done        chan struct{}
+	closeOnce   sync.Once
+	releaseOnce sync.Once
+	failing     atomic.Bool
 
 	// Set at open, then read-only.
 	containerID    string
@@ -126,20 +126,26 @@ func (c *conn) Abort() {
 // unsettled messages return to their destinations, temporary destinations
 // go.
 func (c *conn) shutdown() {
+	c.releaseEngine()
 	c.closeOnce.Do(func() { close(c.done) })
-	for _, s := range c.sessions {
-		s.closeAll(false)
-	}
-	for _, tx := range c.txns {
-		tx.Rollback(context.Background())
-	}
-	if c.globalEng != nil {
-		_ = c.globalEng.Close()
-	}
-	if c.eng != nil {
-		_ = c.eng.Close()
-	}
 	_ = c.nc.Close()
+}
+
+// releaseEngine closes the engine side once. Open transactions are
+// abandoned by the engine connection's close: their work comes back without
+// a redelivery delay, as for anything a client leaves uncommitted.
+func (c *conn) releaseEngine() {
+	c.releaseOnce.Do(func() {
+		for _, s := range c.sessions {
+			s.closeAll(false)
+		}
+		if c.globalEng != nil {
+			_ = c.globalEng.Close()
+		}
+		if c.eng != nil {
+			_ = c.eng.Close()
+		}
+	})
 }
 
 // send queues an item for the writer, waiting while the writer is behind.
@@ -463,6 +469,9 @@ func (c *conn) handle(f frames.Frame) (stop bool, err error) {
 		if b.Error != nil {
 			c.log.Debug("client closed with an error", slog.String("condition", string(b.Error.Condition)), slog.String("description", b.Error.Description))
 		}
+		// Release the client ID and everything else before answering:
+		// once the close is answered, the client may reconnect with it.
+		c.releaseEngine()
 		done := make(chan struct{})
 		if c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: types.NewClose()}, after: func() { close(done) }}) {
 			select {

@@ -397,6 +397,10 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 	case frame.CmdBegin, frame.CmdCommit, frame.CmdAbort:
 		err = c.handleTxn(ctx, f)
 	case frame.CmdDisconnect:
+		// Release the engine side (the client ID above all) before the
+		// receipt: once it has the receipt, the client may connect again
+		// with the same client ID.
+		_ = c.eng.Close()
 		if r, ok := f.Get(frame.HeaderReceipt); ok {
 			rf := &frame.Frame{Command: frame.CmdReceipt}
 			rf.Add(frame.HeaderReceiptID, r)

@@ -467,3 +467,39 @@ func TestAdministratorCloseEndsTheConnection(t *testing.T) {
 	}
 	r.closed()
 }
+
+func TestUnsubscribeDurableByNameAndReconnectWithTheSameClientID(t *testing.T) {
+	addr, eng := startServer(t, engine.Config{}, stomp.Options{})
+	r := dialRaw(t, addr)
+	r.write("CONNECT\naccept-version:1.2\nclient-id:app-1\n\n\x00" +
+		"SUBSCRIBE\nid:s1\ndestination:/topic/news\nactivemq.subscriptionName:news-sub\nreceipt:r1\n\n\x00" +
+		"UNSUBSCRIBE\nid:s1\nreceipt:r2\n\n\x00" +
+		"UNSUBSCRIBE\nid:x\nactivemq.subscriptionName:news-sub\nreceipt:r3\n\n\x00" +
+		"DISCONNECT\nreceipt:r4\n\n\x00")
+	for _, want := range []string{"", "r1", "r2", "r3", "r4"} {
+		f := r.read()
+		if want == "" {
+			continue // CONNECTED
+		}
+		if id, _ := f.Get("receipt-id"); f.Command != frame.CmdReceipt || id != want {
+			msg, _ := f.Get("message")
+			t.Fatalf("got %s %q (%s), want RECEIPT %s", f.Command, id, msg, want)
+		}
+	}
+	if subs := eng.Subscriptions(); len(subs) != 0 {
+		t.Fatalf("durable subscription still there: %+v", subs)
+	}
+	// The receipt came after the client ID was released: reconnecting
+	// with it at once succeeds, every time.
+	for i := 0; i < 20; i++ {
+		r := dialRaw(t, addr)
+		r.write("CONNECT\naccept-version:1.2\nclient-id:app-1\n\n\x00DISCONNECT\nreceipt:bye\n\n\x00")
+		if f := r.read(); f.Command != frame.CmdConnected {
+			msg, _ := f.Get("message")
+			t.Fatalf("reconnect %d: %s %q", i, f.Command, msg)
+		}
+		if f := r.read(); f.Command != frame.CmdReceipt {
+			t.Fatalf("reconnect %d: %s", i, f.Command)
+		}
+	}
+}

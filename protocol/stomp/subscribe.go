@@ -244,21 +244,25 @@ func (c *conn) handleUnsubscribe(ctx context.Context, f *frame.Frame) error {
 		}
 		id, _ = f.Get(hDestination)
 	}
-	c.mu.Lock()
-	sub := c.subs[id]
-	delete(c.subs, id)
-	c.mu.Unlock()
-	if sub == nil {
-		return refuse("UNSUBSCRIBE of unknown subscription %q", id)
-	}
-	_ = sub.sess.Close()
 	name := ""
 	for _, h := range []string{hAMQSubName, hDurableSubName, hDurableSubName2, hSubName} {
 		if v, ok := f.Get(h); ok && v != "" {
 			name = v
 		}
 	}
+	c.mu.Lock()
+	sub := c.subs[id]
+	delete(c.subs, id)
+	c.mu.Unlock()
+	if sub == nil && name == "" {
+		return refuse("UNSUBSCRIBE of unknown subscription %q", id)
+	}
+	if sub != nil {
+		_ = sub.sess.Close()
+	}
 	if name != "" {
+		// ActiveMQ clients delete a durable subscription this way, with or
+		// without an open subscriber on this connection.
 		return c.prodSess.Unsubscribe(ctx, name)
 	}
 	return nil
