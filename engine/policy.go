@@ -102,6 +102,11 @@ type Config struct {
 	// PageLookahead is how long before its time a paged message is read back
 	// (zero means DefaultPageLookahead).
 	PageLookahead time.Duration
+	// ObserveDelivery, when set, is told of every message delivered to an
+	// application with how long it waited since it became deliverable (its
+	// delivery time, or its timestamp): the delivery-latency metric. It runs
+	// on the delivery path, so it must be cheap and never block.
+	ObserveDelivery func(dest message.Destination, wait time.Duration)
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// Destinations are the configured queues and topics. They are created

@@ -107,6 +107,10 @@ func (s *Session) checkOpen() error {
 // and returns the Delivery. byReceive says a synchronous receive took it.
 func (s *Session) delivered(c *Consumer, r *ref, byReceive bool) message.Delivery {
 	r.count++
+	if obs := s.conn.b.cfg.ObserveDelivery; obs != nil {
+		since := max(r.msg.Timestamp, r.msg.DeliveryTime)
+		obs(r.msg.Destination, time.Duration(s.conn.b.nowMillis()-since)*time.Millisecond)
+	}
 	d := message.Delivery{Msg: r.msg, DeliveryCount: r.count, Redelivered: r.count > 1}
 	s.mu.Lock()
 	s.nextTag++

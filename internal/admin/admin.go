@@ -49,6 +49,8 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxImportBytes bounds an import request's body; 0 means 1 GiB.
 	MaxImportBytes int64
+	// Latency, when set, is served as sluice_delivery_latency_seconds.
+	Latency *DeliveryLatency
 }
 
 // Server is the admin HTTP handler.
@@ -80,6 +82,9 @@ func New(opts Options) *Server {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(newCollector(s.eng, opts.Version, opts.StoreStats),
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		if opts.Latency != nil {
+			s.reg.MustRegister(opts.Latency.vec)
+		}
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 		s.routes()
 		s.console()

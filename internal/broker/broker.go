@@ -100,7 +100,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		_ = st.Close()
 		return nil, err
 	}
+	latency := admin.NewDeliveryLatency()
 	eng, err := engine.New(ctx, engine.Config{
+		ObserveDelivery:    latency.Observe,
 		Destinations:       dests,
 		Store:              st,
 		Logger:             log.With(slog.String("component", "engine")),
@@ -114,7 +116,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		return nil, err
 	}
 	b.engine = eng
-	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, Logger: log.With(slog.String("component", "admin")),
+	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, Latency: latency, Logger: log.With(slog.String("component", "admin")),
 		StoreStats: func() admin.StoreStats {
 			st := b.store.Stats()
 			return admin.StoreStats{Commits: st.Commits, Updates: st.Updates, Ops: st.Ops, JournalBytes: st.Bytes, AppliedOps: st.Applied}
