@@ -1,0 +1,249 @@
+//go:build interop
+
+// AMQP 1.0 interop: the same pattern as stomp_test.go, for Sluice's AMQP
+// server. Each test starts an in-process broker (internal/broker.Start, a
+// temporary data directory, AMQP and STOMP on 127.0.0.1:0, admin off), runs
+// a client script as a subprocess with the AMQP port as its first argument
+// (and in SLUICE_AMQP_PORT; the STOMP port, for the cross-protocol
+// scenario, is in SLUICE_STOMP_PORT), and asserts on its exit code and its
+// "PASS <scenario>" line.
+//
+// The clients:
+//   - Qpid Proton Python, Debian's python3-qpid-proton, run by
+//     /usr/bin/python3 (SLUICE_INTEROP_PYTHON overrides, as for stomp.py).
+//     Script: python/proton_py.py.
+//   - rhea on Node (20 or later), pinned in package.json and
+//     package-lock.json beside @stomp/stompjs; install with `npm ci` in this
+//     directory. Script: js/rhea.mjs.
+//
+// Missing clients skip, or fail under CI / SLUICE_INTEROP_REQUIRE=1, as in
+// stomp_test.go. (The package comment is in stomp_test.go.)
+
+package interop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/internal/broker"
+	"github.com/sluicemq/sluice/internal/config"
+)
+
+// amqpDestinations give the queue the outcomes scenario rejects messages on
+// an error destination (the [[destination]] error_destination setting),
+// which the script reads to check where a rejected message went.
+var amqpDestinations = []config.Destination{
+	{Match: "py.outcomes", Kind: "queue", ErrorDestination: "/queue/py.outcomes.DLQ"},
+}
+
+// amqpSluice is an in-process broker with AMQP and STOMP listeners.
+type amqpSluice struct {
+	t         *testing.T
+	logs      *syncBuffer
+	b         *broker.Broker
+	amqpPort  int
+	stompPort int
+}
+
+// startAMQPSluice starts a broker on a fresh temporary data directory, with
+// the per-destination policies of amqpDestinations.
+func startAMQPSluice(t *testing.T) *amqpSluice {
+	t.Helper()
+	s := &amqpSluice{t: t, logs: &syncBuffer{}}
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.LogLevel = "debug"
+	cfg.Listeners = config.Listeners{STOMP: "127.0.0.1:0", AMQP: "127.0.0.1:0", Admin: ""}
+	cfg.Destinations = append([]config.Destination(nil), amqpDestinations...)
+	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := broker.Start(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	s.b = b
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.b.Shutdown(ctx); err != nil {
+			t.Errorf("broker shutdown: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("broker log:\n%s", s.logs.String())
+		}
+	})
+	for name, port := range map[string]*int{"amqp": &s.amqpPort, "stomp": &s.stompPort} {
+		addr, ok := b.Addr(name).(*net.TCPAddr)
+		if !ok || addr.Port == 0 {
+			t.Fatalf("%s listener address %v", name, b.Addr(name))
+		}
+		*port = addr.Port
+	}
+	if b.Addr("admin") != nil {
+		t.Fatalf("admin listening on %v, want it disabled", b.Addr("admin"))
+	}
+	return s
+}
+
+var (
+	protonOnce sync.Once
+	protonPy   string
+	protonErr  error
+)
+
+// protonPython returns an interpreter that imports Debian's Qpid Proton.
+func protonPython(t *testing.T) string {
+	t.Helper()
+	protonOnce.Do(func() {
+		py := os.Getenv("SLUICE_INTEROP_PYTHON")
+		if py == "" {
+			py = "/usr/bin/python3"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, py, "-c", "import proton; print('.'.join(map(str, proton.VERSION)))").CombinedOutput()
+		if err != nil {
+			protonErr = fmt.Errorf("%s cannot import proton (%v): %s", py, err, strings.TrimSpace(string(out)))
+			return
+		}
+		protonPy = py
+	})
+	if protonErr != nil {
+		missing(t, "Qpid Proton Python is not installed: %v; install Debian's python3-qpid-proton (apt-get install python3-qpid-proton)", protonErr)
+	}
+	return protonPy
+}
+
+var (
+	rheaOnce sync.Once
+	rheaNode string
+	rheaErr  error
+)
+
+// rheaNodeJS returns a Node 20+ that finds rhea in this directory's
+// node_modules.
+func rheaNodeJS(t *testing.T) string {
+	t.Helper()
+	rheaOnce.Do(func() {
+		path, err := exec.LookPath("node")
+		if err != nil {
+			rheaErr = errors.New("node is not on PATH")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, path, "--version").Output()
+		if err != nil {
+			rheaErr = fmt.Errorf("node --version: %v", err)
+			return
+		}
+		v := strings.TrimSpace(string(out))
+		major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
+		if major < 20 {
+			rheaErr = fmt.Errorf("node %s is older than 20", v)
+			return
+		}
+		if _, err := os.Stat(filepath.Join("node_modules", "rhea", "package.json")); err != nil {
+			rheaErr = errors.New("rhea is not installed in interop/node_modules: run `npm ci` in interop/")
+			return
+		}
+		rheaNode = path
+	})
+	if rheaErr != nil {
+		missing(t, "rhea cannot run: %v", rheaErr)
+	}
+	return rheaNode
+}
+
+// runAMQPScript runs a client scenario against s (the AMQP port as the
+// first argument) and returns its output; the test fails unless it exits 0
+// and prints "PASS scenario". It is runScript with both ports in the
+// environment.
+func runAMQPScript(t *testing.T, s *amqpSluice, scenario string, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	args := append(argv[1:len(argv):len(argv)], strconv.Itoa(s.amqpPort), scenario)
+	cmd := exec.CommandContext(ctx, argv[0], args...)
+	cmd.Env = append(os.Environ(),
+		"SLUICE_AMQP_PORT="+strconv.Itoa(s.amqpPort),
+		"SLUICE_STOMP_PORT="+strconv.Itoa(s.stompPort),
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+		"NO_COLOR=1",
+	)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start).Round(10 * time.Millisecond)
+	output := out.String()
+	name := filepath.Base(argv[len(argv)-1])
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s %s: no result within %s\n%s", name, scenario, scriptTimeout, output)
+	case err != nil:
+		t.Fatalf("%s %s: %v after %s\n%s", name, scenario, err, elapsed, output)
+	case !regexp.MustCompile(`(?m)^PASS ` + regexp.QuoteMeta(scenario) + `\b`).MatchString(output):
+		t.Fatalf("%s %s exited 0 without its PASS line\n%s", name, scenario, output)
+	}
+	t.Logf("%s %s passed in %s", name, scenario, elapsed)
+	if os.Getenv("SLUICE_INTEROP_DEBUG") == "1" {
+		t.Logf("output:\n%s", output)
+	}
+	return output
+}
+
+// TestProtonPy runs each Qpid Proton Python scenario against its own broker.
+func TestProtonPy(t *testing.T) {
+	py := protonPython(t)
+	script := filepath.Join("python", "proton_py.py")
+	for _, scenario := range []string{
+		"properties", // application properties keep their AMQP types (int, long, float, double, boolean, string, …); bodies
+		"headers",    // header and properties sections: durable, priority, ttl, message-id, correlation-id, subject, reply-to
+		"selector",   // topic with JMS selector filters (symbol and ulong descriptor); invalid selector: amqp:invalid-field
+		"outcomes",   // released / modified(delivery-failed) / rejected: delivery-count, error destination
+		"durable",    // durable subscription by container-id + link name, kept across detach, deleted by a closed detach
+		"tempqueue",  // dynamic source for request/reply over the anonymous relay; deleted with its link
+		"delay",      // x-opt-delivery-delay holds a message back; x-opt-delivery-time on delivery
+		"cross",      // raw STOMP SEND received over AMQP with mapped fields, and AMQP typed properties to STOMP
+	} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			s := startAMQPSluice(t)
+			runAMQPScript(t, s, scenario, py, script)
+		})
+	}
+}
+
+// TestRhea runs each rhea scenario against its own broker.
+func TestRhea(t *testing.T) {
+	nd := rheaNodeJS(t)
+	script := filepath.Join("js", "rhea.mjs")
+	for _, scenario := range []string{
+		"properties", // send/receive with application properties and bodies
+		"credit",     // credit window 0 + flow, manual accept/release, auto-accept window, settle modes
+		"selector",   // rhea.filter.selector on a topic; an invalid one refused with amqp:invalid-field
+		"drain",      // receiver.drain + flow answered by a drained flow ('receiver_drained')
+	} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			s := startAMQPSluice(t)
+			runAMQPScript(t, s, scenario, nd, script)
+		})
+	}
+}
