@@ -503,3 +503,21 @@ func TestUnsubscribeDurableByNameAndReconnectWithTheSameClientID(t *testing.T) {
 		}
 	}
 }
+
+func TestSubscribeReceiptComesBeforeItsMessages(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, stomp.Options{})
+	for i := 0; i < 20; i++ {
+		r := dialRaw(t, addr)
+		dest := fmt.Sprintf("/queue/rcpt-%d", i)
+		r.write("CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:" + dest + "\nreceipt:s\n\nwaiting\x00")
+		r.read() // CONNECTED
+		r.read() // RECEIPT s
+		r.write("SUBSCRIBE\nid:1\ndestination:" + dest + "\nreceipt:sub\n\n\x00")
+		if f := r.read(); f.Command != frame.CmdReceipt {
+			t.Fatalf("round %d: got %s before the SUBSCRIBE receipt", i, f.Command)
+		}
+		if f := r.read(); f.Command != frame.CmdMessage {
+			t.Fatalf("round %d: got %s, want the MESSAGE", i, f.Command)
+		}
+	}
+}

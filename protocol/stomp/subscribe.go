@@ -215,6 +215,10 @@ func (c *conn) handleSubscribe(f *frame.Frame) error {
 	sess.SetExceptionListener(func(err error) {
 		c.fail(refuse("subscription %s ended: %v", id, err), nil)
 	})
+	// Answer the receipt before the first MESSAGE can be queued, so a
+	// client sees RECEIPT, then the subscription's messages.
+	c.receipt(f)
+	f.Del(frame.HeaderReceipt)
 	if err := cons.SetListener(sub.deliver); err != nil {
 		return err
 	}
