@@ -175,11 +175,16 @@ func TestDeliveryCountsAndLimitSurviveRestart(t *testing.T) {
 // deliveries, and none is lost.
 func TestRedeliveryStorm(t *testing.T) {
 	for _, persistent := range []bool{false, true} {
+		// Issue 6: 10,000 messages NACKed up to their limit, in memory and
+		// persistent (every delivery batch and dead-lettering is a store
+		// sync, so -short runs fewer).
 		name := "memory"
-		n := 2000
+		n := 10000
 		if persistent {
 			name = "persistent"
-			n = 500 // every delivery batch and dead-lettering is an fsync
+		}
+		if testing.Short() {
+			n = 500
 		}
 		t.Run(name, func(t *testing.T) {
 			pols := newPolicies().set(queueA, func(p *engine.Policy) { p.ErrorDestination = errQueue })
