@@ -573,9 +573,14 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 	byQueue(refs, func(q *queue, rs []*ref) {
 		// q.requeue computes the record updates under its lock: once it
 		// unlocks, the refs may already be in flight to another consumer.
-		dead, ops := q.requeue(rs, failed, delay)
+		dead, held, ops := q.requeue(rs, failed, delay)
 		if len(ops) > 0 {
-			b.async.add(ops)
+			if err := b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
+				b.log.Error("record redelivery", slog.String("destination", q.dest.String()), slog.Any("err", err))
+			}
+		}
+		if len(held) > 0 {
+			q.release(held)
 		}
 		if len(dead) > 0 {
 			b.deadLetter(ctx, q, dead, "redelivery limit exceeded")

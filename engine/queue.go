@@ -260,21 +260,17 @@ func (q *queue) settle(refs []*ref) {
 //
 // ops are the store writes that keep the refs' records true (a delayed
 // redelivery keeps its delay across a restart; an attempt recorded but
-// never made is taken back). They are computed under q.mu, before the refs
-// can be dispatched again and marked by another consumer.
-func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable []*ref, ops []store.Op) {
+// never made is taken back). The refs they concern come back as held: they
+// are neither ready nor scheduled until the caller has made ops durable and
+// calls release, so that no consumer can be given one (and record a newer
+// attempt) before its record is written.
+func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable, held []*ref, ops []store.Op) {
 	now := q.b.nowMillis()
 	pol := q.policy()
 	if failed && pol.RedeliveryDelayOverride >= 0 {
 		delay = pol.RedeliveryDelayOverride
 	}
 	var later []*ref
-	mark := func(r *ref) {
-		if r.rec != nil && q.bucket != "" && (r.state == refScheduled || r.marked > r.count) {
-			ops = append(ops, refRecordOp(q.bucket, r, r.count))
-			r.marked = r.count
-		}
-	}
 	q.mu.Lock()
 	for _, r := range refs {
 		if r.state != refInflight {
@@ -308,17 +304,25 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		if r.count > 0 {
 			q.stats.Redelivered++
 		}
-		if failed && delay > 0 {
+		delayed := failed && delay > 0
+		if delayed {
 			r.deliverAt = now + delay.Milliseconds()
 			r.gen = q.gen
+		}
+		if r.rec != nil && q.bucket != "" && (delayed || r.marked > r.count) {
+			ops = append(ops, refRecordOp(q.bucket, r, r.count))
+			r.marked = r.count
+			r.state = refHeld
+			held = append(held, r)
+			continue
+		}
+		if delayed {
 			r.state = refScheduled
 			q.scheduled++
-			mark(r)
 			later = append(later, r)
 			continue
 		}
 		r.state = refReady
-		mark(r)
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
@@ -327,7 +331,41 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	q.mu.Unlock()
 	q.b.schedule(later, now)
 	q.b.expireRefs(q, expired)
-	return undeliverable, ops
+	return undeliverable, held, ops
+}
+
+// release makes held refs ready, or scheduled when their delivery time is
+// still ahead.
+func (q *queue) release(held []*ref) {
+	now := q.b.nowMillis()
+	var later, drop []*ref
+	q.mu.Lock()
+	for _, r := range held {
+		if r.state != refHeld {
+			continue
+		}
+		if q.deleted {
+			r.state = refGone
+			drop = append(drop, r)
+			continue
+		}
+		if r.deliverAt > now {
+			r.state = refScheduled
+			q.scheduled++
+			later = append(later, r)
+			continue
+		}
+		r.state = refReady
+		q.ready[r.msg.Priority].insert(r)
+		q.nready++
+	}
+	expired := q.dispatchLocked()
+	q.mu.Unlock()
+	q.b.schedule(later, now)
+	if len(drop) > 0 {
+		q.b.dropRefs(drop)
+	}
+	q.b.expireRefs(q, expired)
 }
 
 // addConsumer attaches c and dispatches to it.

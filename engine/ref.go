@@ -14,6 +14,7 @@ const (
 	refScheduled                 // waiting in the scheduler for its delivery time
 	refInflight                  // dispatched to a consumer, not yet settled
 	refGone                      // acknowledged, expired, moved or purged
+	refHeld                      // back from a consumer, waiting for its store record
 )
 
 // stored is the store-side identity of a persistent message shared by the
