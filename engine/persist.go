@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/engine/store"
@@ -122,6 +123,23 @@ func (b *Broker) writeMarks(ctx context.Context, bucket string, marks []opBuf) e
 	for _, m := range marks {
 		ops = append(ops, refRecordOp(bucket, m.r, m.n))
 	}
+	return b.updateLinger(ctx, ops, markLinger)
+}
+
+// How long writes off a sender's critical path may wait to share a sync:
+// a delivery mark delays its delivery by at most markLinger; background
+// writes (automatic acknowledgements, expiry) have nobody waiting.
+const (
+	markLinger       = 500 * time.Microsecond
+	backgroundLinger = 5 * time.Millisecond
+)
+
+// updateLinger writes ops durably, letting a store that can (a journal)
+// hold them up to linger to share a sync with the writes that follow.
+func (b *Broker) updateLinger(ctx context.Context, ops []store.Op, linger time.Duration) error {
+	if l, ok := b.store.(store.Lingerer); ok {
+		return l.UpdateLinger(ctx, ops, linger)
+	}
 	return b.store.Update(ctx, ops)
 }
 
@@ -168,7 +186,7 @@ func (w *asyncWriter) flush(ctx context.Context) {
 	if len(ops) == 0 || w.b.store == nil {
 		return
 	}
-	if err := w.b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
+	if err := w.b.updateLinger(context.WithoutCancel(ctx), ops, backgroundLinger); err != nil {
 		w.b.log.Error("background store write", slog.Int("ops", len(ops)), slog.Any("err", err))
 	}
 }

@@ -6,7 +6,10 @@
 // storetest is the contract suite every implementation must pass.
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // OpKind says what an Op does.
 type OpKind uint8
@@ -55,6 +58,17 @@ type Store interface {
 	// Close waits for pending updates and releases the store. Updates after
 	// Close fail with ErrClosed.
 	Close() error
+}
+
+// Lingerer is a Store that can hold a write for a short while so that it
+// shares its sync with the writes that follow (package journal is one). The
+// engine uses it for writes that are not on a sender's critical path:
+// delivery marks and background acknowledgements. It is optional: a Store
+// without it gets plain Updates.
+type Lingerer interface {
+	// UpdateLinger is Update, except that the store may wait up to linger
+	// before it starts the durable commit, for company.
+	UpdateLinger(ctx context.Context, ops []Op, linger time.Duration) error
 }
 
 // ErrClosed is returned by operations on a closed Store.
