@@ -488,6 +488,11 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 	if err != nil {
 		return err
 	}
+	if d.q != nil {
+		if ok, err := b.sendEarly(ctx, refs[0]); ok {
+			return err
+		}
+	}
 	if ops := b.storeOpsForAdd(refs, nil); len(ops) > 0 {
 		if err := b.store.Update(ctx, ops); err != nil {
 			b.undoAdd(refs)

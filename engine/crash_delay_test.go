@@ -29,7 +29,7 @@ func TestCrashDelayChild(t *testing.T) {
 		t.Skip("helper process for TestCrashSIGKILLDelays")
 	}
 	st, _ := openDurable(t, os.Getenv("SLUICE_CRASH_DIR"))
-	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true})
+	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)

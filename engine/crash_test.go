@@ -32,7 +32,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	dir := os.Getenv("SLUICE_CRASH_DIR")
 	st, _ := openDurable(t, dir)
-	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true})
+	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)

@@ -103,6 +103,12 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 		if r.rec == nil || r.q.bucket == "" {
 			continue
 		}
+		if withdrawEarly(r) {
+			// Consumed before it was ever written: nothing to delete.
+			r.rec.refs.Add(-1)
+			r.rec = nil
+			continue
+		}
 		ops = append(ops, store.Op{Kind: store.Delete, Bucket: r.q.bucket, Key: seqKey(r.seq)})
 		if r.rec.refs.Add(-1) == 0 {
 			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(r.rec.key)})

@@ -107,6 +107,13 @@ type Config struct {
 	// delivery time, or its timestamp): the delivery-latency metric. It runs
 	// on the delivery path, so it must be cheap and never block.
 	ObserveDelivery func(dest message.Destination, wait time.Duration)
+	// ConsumeBeforeStore lets a persistent message sent to a queue with a
+	// waiting consumer be delivered while its write lingers, and never be
+	// written when it is acknowledged first: its producer is confirmed once
+	// it is durable or consumed (see early.go). It needs a store that can
+	// take writes back (store.Submitter, the journal); otherwise, or when
+	// false, a persistent send is confirmed only once it is durable.
+	ConsumeBeforeStore bool
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// Destinations are the configured queues and topics. They are created

@@ -23,6 +23,9 @@ const (
 type stored struct {
 	key  uint64
 	refs atomic.Int32
+	// early is set for a message sent "consume before store": its first
+	// write may still be taken back (see early.go).
+	early *earlyWrite
 }
 
 // ref is one queue's (or subscription's) hold on a message: the immutable

@@ -71,6 +71,35 @@ type Lingerer interface {
 	UpdateLinger(ctx context.Context, ops []Op, linger time.Duration) error
 }
 
+// Submitter is a Store that can take a write back before its commit begins
+// (package journal is one). The engine uses it to confirm a persistent
+// message that a consumer has already acknowledged without ever writing it,
+// as RabbitMQ does: the message is then either durable or consumed when its
+// producer hears back.
+type Submitter interface {
+	// Submit queues ops like UpdateLinger and returns at once.
+	Submit(ops []Op, linger time.Duration) Pending
+}
+
+// Pending is a submitted write.
+type Pending interface {
+	// Done is closed when the write is durable, failed, or withdrawn.
+	Done() <-chan struct{}
+	// Err is nil once the write is durable; ErrWithdrawn when it was taken
+	// back; the failure otherwise. Valid after Done is closed.
+	Err() error
+	// Withdraw takes the write back if its commit has not begun, and
+	// reports whether it did; then nothing of it is ever applied.
+	Withdraw() bool
+}
+
+// ErrWithdrawn is the Err of a Pending write that was taken back.
+var ErrWithdrawn = errWithdrawn{}
+
+type errWithdrawn struct{}
+
+func (errWithdrawn) Error() string { return "store: write withdrawn" }
+
 // ErrClosed is returned by operations on a closed Store.
 var ErrClosed = errClosed{}
 

@@ -108,6 +108,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		Logger:             log.With(slog.String("component", "engine")),
 		Policy:             policy,
 		AutoCreate:         cfg.AutoCreate,
+		ConsumeBeforeStore: cfg.ConsumeBeforeStore,
 		ExpiryScanInterval: time.Duration(cfg.ExpiryScanInterval),
 		ProviderVersion:    Version,
 	})

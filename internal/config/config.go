@@ -53,6 +53,11 @@ type Config struct {
 	Connection ConnectionFactory `toml:"connection"`
 	// AutoCreate lets clients create queues and topics by naming them.
 	AutoCreate bool `toml:"auto_create"`
+	// ConsumeBeforeStore confirms a persistent message that a waiting
+	// consumer acknowledges before its write is committed without writing
+	// it (as RabbitMQ does); the producer's confirmation then means durable
+	// or consumed. False: confirmed only once durable.
+	ConsumeBeforeStore bool `toml:"consume_before_store"`
 	// ExpiryScanInterval is how often expired messages are looked for.
 	ExpiryScanInterval Duration `toml:"expiry_scan_interval"`
 	// Destinations are per-destination policies, matched by name pattern;
@@ -180,6 +185,7 @@ func Default() Config {
 			Prefetch:        engine.DefaultPrefetch,
 		},
 		AutoCreate:             true,
+		ConsumeBeforeStore:     true,
 		ExpiryScanInterval:     Duration(time.Second),
 		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},

@@ -119,6 +119,85 @@ type request struct {
 	ops   []store.Op
 	done  chan error
 	until time.Time // lingering: the commit may wait for company until then
+	sub   *submitted // for Submit: told instead of done
+}
+
+// finish answers the request.
+func (r *request) finish(err error) {
+	if r.sub != nil {
+		r.sub.err = err
+		close(r.sub.fin)
+		return
+	}
+	r.done <- err
+}
+
+// submitted is a store.Pending.
+type submitted struct {
+	s   *Store
+	r   *request
+	fin chan struct{}
+	err error
+}
+
+func (p *submitted) Done() <-chan struct{} { return p.fin }
+func (p *submitted) Err() error            { return p.err }
+
+// Withdraw removes the request from the queue if the committer has not
+// taken it.
+func (p *submitted) Withdraw() bool {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.queue {
+		if r == p.r {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			p.err = store.ErrWithdrawn
+			close(p.fin)
+			return true
+		}
+	}
+	return false
+}
+
+// Submit queues ops to be made durable, lingering up to linger for company,
+// and returns at once (store.Submitter). Invalid ops, a closed or failed
+// journal give a Pending that is already done with the error.
+func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
+	p := &submitted{s: s, fin: make(chan struct{})}
+	fail := func(err error) store.Pending {
+		p.err = err
+		close(p.fin)
+		return p
+	}
+	if err := s.validate(ops); err != nil {
+		return fail(err)
+	}
+	r := &request{ops: ops, sub: p}
+	if linger > 0 {
+		r.until = time.Now().Add(linger)
+	}
+	p.r = r
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return fail(store.ErrClosed)
+	case s.failed != nil:
+		err := s.failed
+		s.mu.Unlock()
+		return fail(err)
+	case len(ops) == 0:
+		s.mu.Unlock()
+		return fail(nil)
+	}
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return p
 }
 
 // record is one confirmed Update waiting to be applied: its encoded ops
@@ -551,7 +630,7 @@ func (s *Store) commit(batch []*request) {
 	s.stats.Bytes += uint64(len(s.buf))
 	s.mu.Unlock()
 	for _, r := range batch {
-		r.done <- nil
+		r.finish(nil)
 	}
 	select {
 	case s.applyWake <- struct{}{}:
@@ -571,7 +650,7 @@ func (s *Store) fail(batch []*request, err error) {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	for _, r := range batch {
-		r.done <- err
+		r.finish(err)
 	}
 }
 
