@@ -752,3 +752,22 @@ func TestOpenExplicitTransactionRolledBackOnCloseWithoutDelay(t *testing.T) {
 		t.Fatalf("got %q redelivered %v", body(d), d.Redelivered)
 	}
 }
+
+// The seed: "When a session is using non-durable topics, the
+// setRedeliveryDelay method does not apply."
+func TestSessionRedeliveryDelayDoesNotApplyToNonDurableTopics(t *testing.T) {
+	h := newBroker(t, engine.Config{})
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.ClientAcknowledge)
+	s.SetRedeliveryDelay(time.Hour)
+	cons := consumer(t, s, topicT, engine.ConsumerOptions{})
+	_ = c.Start()
+	send(t, h.session(c, engine.AutoAcknowledge), topicT, "news", engine.SendOptions{})
+	_ = recv(t, cons)
+	if err := s.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := recv(t, cons); body(d) != "news" || !d.Redelivered {
+		t.Fatalf("got %q redelivered %v", body(d), d.Redelivered)
+	}
+}

@@ -267,6 +267,11 @@ func (q *queue) settle(refs []*ref) {
 func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undeliverable, held []*ref, ops []store.Op) {
 	now := q.b.nowMillis()
 	pol := q.policy()
+	if q.sub != nil && !q.sub.durable {
+		// The seed: a session's redelivery delay does not apply to
+		// messages of non-durable topic subscriptions.
+		delay = 0
+	}
 	if failed && pol.RedeliveryDelayOverride >= 0 {
 		delay = pol.RedeliveryDelayOverride
 	}

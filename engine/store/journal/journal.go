@@ -94,6 +94,8 @@ type Store struct {
 	// committing counts batches taken from queue and not yet in applyQ.
 	committing  int
 	applierGone bool
+	confirmed   uint64 // records confirmed so far
+	appliedRecs uint64 // records applied to the inner store so far
 	urgent      int // drain and Close waiting: apply without pausing
 	spareBusy   bool
 	spareReady  bool
@@ -624,6 +626,7 @@ func (s *Store) commit(batch []*request) {
 		s.pending += int64(len(recs[i].data))
 	}
 	s.applyQ = append(s.applyQ, recs...)
+	s.confirmed += uint64(len(recs))
 	s.stats.Commits++
 	s.stats.Updates += uint64(len(batch))
 	s.stats.Ops += uint64(nops)
@@ -729,6 +732,7 @@ func (s *Store) applyLoop() {
 		lastApply = time.Now()
 		s.mu.Lock()
 		s.applyQ = s.applyQ[n:]
+		s.appliedRecs += uint64(n)
 		s.pending -= size
 		s.stats.Applied += uint64(len(ops))
 		oldest := s.active
@@ -798,12 +802,19 @@ func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
 // Get waits for the applier when records are pending, then reads the inner
 // store.
 func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error {
+	// Wait only for the records confirmed so far, not for those that keep
+	// arriving: Get must see every Update that has returned.
 	s.mu.Lock()
-	busy := len(s.queue) > 0 || s.committing > 0 || len(s.applyQ) > 0
-	s.mu.Unlock()
-	if busy {
-		s.drain()
+	target := s.confirmed
+	if s.appliedRecs < target {
+		s.urgent++
+		s.pokeApplier()
+		for s.appliedRecs < target && s.failed == nil && !s.applierGone {
+			s.cond.Wait()
+		}
+		s.urgent--
 	}
+	s.mu.Unlock()
 	return s.inner.Get(bucket, keys, fn)
 }
 
