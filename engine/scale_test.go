@@ -116,6 +116,7 @@ func TestScaleChild(t *testing.T) {
 		lates = append(lates, now-d.Msg.DeliveryTime)
 	}
 	slices.Sort(lates)
+	fmt.Fprintf(out, "LATENESS p99.9=%d ms, over 50 ms: %d of %d\n", lates[len(lates)*999/1000], len(lates)-countBelow(lates, 51), len(lates))
 	fmt.Fprintf(out, "DELIVERED %d dups=%d early=%d p50=%d p99=%d max=%d ms\n", n, dups,
 		countBelow(lates, 0), lates[len(lates)/2], lates[len(lates)*99/100], lates[len(lates)-1])
 	out.Flush()
