@@ -393,3 +393,25 @@ func TestDeletedDestinationDetachesConsumer(t *testing.T) {
 	// The connection carries on.
 	send(t, sender(t, session(t, c), "other", nil), text("fine"))
 }
+
+// Sluice's attach property sluice-redelivery-delay sets the session
+// redelivery delay of a receiving link: a delivery-failed message waits it
+// out.
+func TestRedeliveryDelayAttachProperty(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	c := ts.dial(t, nil)
+	s := session(t, c)
+	send(t, sender(t, s, "delayed", nil), text("m"))
+	r := receiver(t, s, "delayed", &amqp.ReceiverOptions{Properties: map[string]any{"sluice-redelivery-delay": int64(400)}})
+	m := recv(t, r)
+	failed := time.Now()
+	if err := r.ModifyMessage(context.Background(), m, &amqp.ModifyMessageOptions{DeliveryFailed: true}); err != nil {
+		t.Fatal(err)
+	}
+	recvNone(t, r, 200*time.Millisecond)
+	m = recv(t, r)
+	if time.Since(failed) < 350*time.Millisecond || m.Header.DeliveryCount != 1 {
+		t.Fatalf("redelivered after %s with delivery-count %d", time.Since(failed), m.Header.DeliveryCount)
+	}
+	accept(t, r, m)
+}

@@ -220,6 +220,9 @@ func (l *link) attachSender(a *types.Attach) error {
 	}
 	l.engConn, l.engSess = engConn, sess
 	sess.SetExceptionListener(l.engineClosed)
+	if d, ok := redeliveryDelayProperty(a.Properties); ok {
+		sess.SetRedeliveryDelay(d)
+	}
 	if browse {
 		if l.browser, err = sess.CreateBrowser(dest, sel); err != nil {
 			_ = sess.Close()
@@ -901,4 +904,39 @@ func (l *link) close(ctx context.Context, closed bool) error {
 		_ = s.c.eng.DeleteTemporary(l.ownTemp)
 	}
 	return err
+}
+
+// redeliveryDelayProperty reads Sluice's attach property
+// "sluice-redelivery-delay" (milliseconds, any integer type): the session
+// redelivery delay of the link's consumer, which no JMS mapping carries.
+func redeliveryDelayProperty(props types.Fields) (time.Duration, bool) {
+	v, ok := props.Get(types.Symbol("sluice-redelivery-delay"))
+	if !ok {
+		return 0, false
+	}
+	var ms int64
+	switch n := v.(type) {
+	case int8:
+		ms = int64(n)
+	case int16:
+		ms = int64(n)
+	case int32:
+		ms = int64(n)
+	case int64:
+		ms = n
+	case uint8:
+		ms = int64(n)
+	case uint16:
+		ms = int64(n)
+	case uint32:
+		ms = int64(n)
+	case uint64:
+		ms = int64(min(n, 1<<40))
+	default:
+		return 0, false
+	}
+	if ms < 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }

@@ -521,3 +521,23 @@ func TestSubscribeReceiptComesBeforeItsMessages(t *testing.T) {
 		}
 	}
 }
+
+// sluice-redelivery-delay on a NACK changes the subscription session's
+// redelivery delay from then on (WebLogic's setRedeliveryDelay, at any time).
+func TestRedeliveryDelayHeaderOnNack(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, stomp.Options{})
+	r := dialRaw(t, addr)
+	r.write("CONNECT\naccept-version:1.2\n\n\x00SUBSCRIBE\nid:1\ndestination:/queue/d\nack:client-individual\n\n\x00SEND\ndestination:/queue/d\n\nm\x00")
+	r.read() // CONNECTED
+	m := r.read()
+	ack, _ := m.Get("ack")
+	failed := time.Now()
+	r.write("NACK\nid:" + ack + "\nsluice-redelivery-delay:400\n\n\x00")
+	m = r.read()
+	if time.Since(failed) < 350*time.Millisecond || m.Command != frame.CmdMessage {
+		t.Fatalf("%s after %s", m.Command, time.Since(failed))
+	}
+	if n, _ := m.Get("JMSXDeliveryCount"); n != "2" {
+		t.Fatalf("delivery count %s", n)
+	}
+}

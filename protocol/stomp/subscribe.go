@@ -329,6 +329,13 @@ func (c *conn) handleAck(ctx context.Context, f *frame.Frame) error {
 	if sub.ackMode == ackAuto {
 		return refuse("%s on subscription %q, whose ack mode is auto", f.Command, sub.id)
 	}
+	// The session's redelivery delay can change at any time (WebLogic's
+	// setRedeliveryDelay): on SUBSCRIBE, ACK or NACK.
+	if v, ok, err := parseIntHeader(f, hRedeliveryDelay, 0, 1<<40); err != nil {
+		return refuse("%v", err)
+	} else if ok {
+		sub.sess.SetRedeliveryDelay(time.Duration(v) * time.Millisecond)
+	}
 	if f.Command == frame.CmdAck {
 		if txID, ok := f.Get(hTransaction); ok {
 			tx := c.txns[txID]
