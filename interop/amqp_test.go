@@ -24,8 +24,6 @@ package interop
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -33,8 +31,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,76 +93,6 @@ func startAMQPSluice(t *testing.T) *amqpSluice {
 	return s
 }
 
-var (
-	protonOnce sync.Once
-	protonPy   string
-	protonErr  error
-)
-
-// protonPython returns an interpreter that imports Debian's Qpid Proton.
-func protonPython(t *testing.T) string {
-	t.Helper()
-	protonOnce.Do(func() {
-		py := os.Getenv("SLUICE_INTEROP_PYTHON")
-		if py == "" {
-			py = "/usr/bin/python3"
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, py, "-c", "import proton; print('.'.join(map(str, proton.VERSION)))").CombinedOutput()
-		if err != nil {
-			protonErr = fmt.Errorf("%s cannot import proton (%v): %s", py, err, strings.TrimSpace(string(out)))
-			return
-		}
-		protonPy = py
-	})
-	if protonErr != nil {
-		missing(t, "Qpid Proton Python is not installed: %v; install Debian's python3-qpid-proton (apt-get install python3-qpid-proton)", protonErr)
-	}
-	return protonPy
-}
-
-var (
-	rheaOnce sync.Once
-	rheaNode string
-	rheaErr  error
-)
-
-// rheaNodeJS returns a Node 20+ that finds rhea in this directory's
-// node_modules.
-func rheaNodeJS(t *testing.T) string {
-	t.Helper()
-	rheaOnce.Do(func() {
-		path, err := exec.LookPath("node")
-		if err != nil {
-			rheaErr = errors.New("node is not on PATH")
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, path, "--version").Output()
-		if err != nil {
-			rheaErr = fmt.Errorf("node --version: %v", err)
-			return
-		}
-		v := strings.TrimSpace(string(out))
-		major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
-		if major < 20 {
-			rheaErr = fmt.Errorf("node %s is older than 20", v)
-			return
-		}
-		if _, err := os.Stat(filepath.Join("node_modules", "rhea", "package.json")); err != nil {
-			rheaErr = errors.New("rhea is not installed in interop/node_modules: run `npm ci` in interop/")
-			return
-		}
-		rheaNode = path
-	})
-	if rheaErr != nil {
-		missing(t, "rhea cannot run: %v", rheaErr)
-	}
-	return rheaNode
-}
-
 // runAMQPScript runs a client scenario against s (the AMQP port as the
 // first argument) and returns its output; the test fails unless it exits 0
 // and prints "PASS scenario". It is runScript with both ports in the
@@ -210,7 +136,7 @@ func runAMQPScript(t *testing.T, s *amqpSluice, scenario string, argv ...string)
 
 // TestProtonPy runs each Qpid Proton Python scenario against its own broker.
 func TestProtonPy(t *testing.T) {
-	py := protonPython(t)
+	py := pythonWith(t, "proton", "'.'.join(map(str, proton.VERSION))", "Qpid Proton Python", "python3-qpid-proton")
 	script := filepath.Join("python", "proton_py.py")
 	for _, scenario := range []string{
 		"properties", // application properties keep their AMQP types (int, long, float, double, boolean, string, …); bodies
@@ -232,7 +158,7 @@ func TestProtonPy(t *testing.T) {
 
 // TestRhea runs each rhea scenario against its own broker.
 func TestRhea(t *testing.T) {
-	nd := rheaNodeJS(t)
+	nd := nodeWith(t, "rhea")
 	script := filepath.Join("js", "rhea.mjs")
 	for _, scenario := range []string{
 		"properties", // send/receive with application properties and bodies

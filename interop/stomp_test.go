@@ -148,76 +148,77 @@ func missing(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
-var (
-	pythonOnce sync.Once
-	pythonPath string
-	pythonErr  error
-)
+// interop clients, found once per test binary and remembered by name.
+var clients sync.Map // name → clientResult
 
-// python returns an interpreter that imports Debian's stomp.py.
-func python(t *testing.T) string {
+type clientResult struct {
+	path string
+	err  error
+}
+
+// findOnce runs find the first time name is asked for; a client that cannot
+// run skips the test (fails it in CI: see missing).
+func findOnce(t *testing.T, name string, find func() (string, error)) string {
 	t.Helper()
-	pythonOnce.Do(func() {
+	v, ok := clients.Load(name)
+	if !ok {
+		path, err := find()
+		v, _ = clients.LoadOrStore(name, clientResult{path, err})
+	}
+	r := v.(clientResult)
+	if r.err != nil {
+		missing(t, "%s cannot run: %v", name, r.err)
+	}
+	return r.path
+}
+
+// pythonWith returns an interpreter that imports module (Debian's
+// python3-… package pkg), checked by printing versionExpr.
+func pythonWith(t *testing.T, module, versionExpr, name, pkg string) string {
+	t.Helper()
+	return findOnce(t, name, func() (string, error) {
 		py := os.Getenv("SLUICE_INTEROP_PYTHON")
 		if py == "" {
 			py = "/usr/bin/python3"
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, py, "-c", "import stomp; print('.'.join(map(str, stomp.__version__)))").CombinedOutput()
+		out, err := exec.CommandContext(ctx, py, "-c", "import "+module+"; print("+versionExpr+")").CombinedOutput()
 		if err != nil {
-			pythonErr = fmt.Errorf("%s cannot import stomp (%v): %s", py, err, strings.TrimSpace(string(out)))
-			return
+			return "", fmt.Errorf("%s cannot import %s (%v): %s; install Debian's %s (apt-get install %s)",
+				py, module, err, strings.TrimSpace(string(out)), pkg, pkg)
 		}
-		pythonPath = py
+		return py, nil
 	})
-	if pythonErr != nil {
-		missing(t, "stomp.py is not installed: %v; install Debian's python3-stomp (apt-get install python3-stomp)", pythonErr)
-	}
-	return pythonPath
 }
 
-var (
-	nodeOnce sync.Once
-	nodePath string
-	nodeErr  error
-)
-
-// node returns a Node 20+ that finds @stomp/stompjs and @stomp/tcp-wrapper
-// in this directory's node_modules.
-func node(t *testing.T) string {
+// nodeWith returns a Node 20+ that finds packages in this directory's
+// node_modules.
+func nodeWith(t *testing.T, packages ...string) string {
 	t.Helper()
-	nodeOnce.Do(func() {
+	return findOnce(t, strings.Join(packages, "+"), func() (string, error) {
 		path, err := exec.LookPath("node")
 		if err != nil {
-			nodeErr = errors.New("node is not on PATH")
-			return
+			return "", errors.New("node is not on PATH")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, path, "--version").Output()
 		if err != nil {
-			nodeErr = fmt.Errorf("node --version: %v", err)
-			return
+			return "", fmt.Errorf("node --version: %v", err)
 		}
 		v := strings.TrimSpace(string(out))
 		major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
 		if major < 20 {
-			nodeErr = fmt.Errorf("node %s is older than 20", v)
-			return
+			return "", fmt.Errorf("node %s is older than 20", v)
 		}
-		for _, pkg := range []string{"@stomp/stompjs", "@stomp/tcp-wrapper"} {
+		for _, pkg := range packages {
 			if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
-				nodeErr = fmt.Errorf("%s is not installed in interop/node_modules: run `npm ci` in interop/", pkg)
-				return
+				return "", fmt.Errorf("%s is not installed in interop/node_modules: run `npm ci` in interop/", pkg)
 			}
 		}
-		nodePath = path
+		return path, nil
 	})
-	if nodeErr != nil {
-		missing(t, "@stomp/stompjs cannot run: %v", nodeErr)
-	}
-	return nodePath
 }
 
 // runScript runs a client scenario against the broker on port and returns
@@ -259,7 +260,7 @@ func runScript(t *testing.T, port int, scenario string, argv ...string) string {
 
 // TestStompPy runs each stomp.py scenario against its own broker.
 func TestStompPy(t *testing.T) {
-	py := python(t)
+	py := pythonWith(t, "stomp", "'.'.join(map(str, stomp.__version__))", "stomp.py", "python3-stomp")
 	script := filepath.Join("python", "stomp_py.py")
 	for _, scenario := range []string{
 		"heartbeat",   // CONNECT 1.2 (STOMP frame) with heart-beats, a server beat while idle
@@ -284,7 +285,7 @@ func TestStompPy(t *testing.T) {
 // non-persistent message, restarts the broker on the same data directory,
 // and checks that only the persistent one, with its headers, is there.
 func TestStompPyPersistentAcrossRestart(t *testing.T) {
-	py := python(t)
+	py := pythonWith(t, "stomp", "'.'.join(map(str, stomp.__version__))", "stomp.py", "python3-stomp")
 	script := filepath.Join("python", "stomp_py.py")
 	s := startSluice(t)
 	runScript(t, s.port, "persist-send", py, script)
@@ -294,7 +295,7 @@ func TestStompPyPersistentAcrossRestart(t *testing.T) {
 
 // TestStompJS runs each @stomp/stompjs scenario against its own broker.
 func TestStompJS(t *testing.T) {
-	nd := node(t)
+	nd := nodeWith(t, "@stomp/stompjs", "@stomp/tcp-wrapper")
 	script := filepath.Join("js", "stompjs.mjs")
 	for _, scenario := range []string{
 		"headers",  // SEND/MESSAGE with JMS and custom headers, text and binary bodies
