@@ -96,7 +96,7 @@ type Store struct {
 	applierGone bool
 	confirmed   uint64 // records confirmed so far
 	appliedRecs uint64 // records applied to the inner store so far
-	urgent      int // drain and Close waiting: apply without pausing
+	urgent      int    // drain and Close waiting: apply without pausing
 	spareBusy   bool
 	spareReady  bool
 	spareSize   int64
@@ -120,7 +120,7 @@ type Store struct {
 type request struct {
 	ops   []store.Op
 	done  chan error
-	until time.Time // lingering: the commit may wait for company until then
+	until time.Time  // lingering: the commit may wait for company until then
 	sub   *submitted // for Submit: told instead of done
 }
 
