@@ -159,73 +159,29 @@ func wantNumber(e expr, op string) error {
 }
 
 func buildDisjunction(d *disjunction) (expr, error) {
-	terms := make([]condFn, 0, len(d.Terms))
-	var first expr
-	konst := true
-	for i, t := range d.Terms {
-		e, err := buildConjunction(t)
-		if err != nil {
-			return expr{}, err
-		}
-		if len(d.Terms) == 1 {
-			return e, nil
-		}
-		if err := wantBool(e, "OR"); err != nil {
-			return expr{}, err
-		}
-		if i == 0 {
-			first = e
-		}
-		konst = konst && e.konst
-		terms = append(terms, e.asCond())
-	}
-	var c condFn
-	if len(terms) == 2 {
-		a, b := terms[0], terms[1]
-		c = func(m Message) Result {
-			x := a(m)
-			if x == True {
-				return True
-			}
-			y := b(m)
-			if y == True {
-				return True
-			}
-			if x == Unknown || y == Unknown {
-				return Unknown
-			}
-			return False
-		}
-	} else {
-		c = func(m Message) Result {
-			r := False
-			for _, t := range terms {
-				switch t(m) {
-				case True:
-					return True
-				case Unknown:
-					r = Unknown
-				}
-			}
-			return r
-		}
-	}
-	return fold(expr{typ: boolType, pos: first.pos, cond: c, konst: konst}), nil
+	return buildJunction(d.Terms, buildConjunction, "OR", True)
 }
 
 func buildConjunction(d *conjunction) (expr, error) {
-	terms := make([]condFn, 0, len(d.Terms))
+	return buildJunction(d.Terms, buildCondition, "AND", False)
+}
+
+// buildJunction builds OR (dominant True) or AND (dominant False) over
+// terms with SQL's three-valued logic: the dominant value of any term
+// decides; otherwise any unknown term makes the result unknown.
+func buildJunction[T any](ts []T, build func(T) (expr, error), op string, dominant Result) (expr, error) {
+	terms := make([]condFn, 0, len(ts))
 	var first expr
 	konst := true
-	for i, t := range d.Terms {
-		e, err := buildCondition(t)
+	for i, t := range ts {
+		e, err := build(t)
 		if err != nil {
 			return expr{}, err
 		}
-		if len(d.Terms) == 1 {
+		if len(ts) == 1 {
 			return e, nil
 		}
-		if err := wantBool(e, "AND"); err != nil {
+		if err := wantBool(e, op); err != nil {
 			return expr{}, err
 		}
 		if i == 0 {
@@ -234,30 +190,34 @@ func buildConjunction(d *conjunction) (expr, error) {
 		konst = konst && e.konst
 		terms = append(terms, e.asCond())
 	}
+	other := True
+	if dominant == True {
+		other = False
+	}
 	var c condFn
 	if len(terms) == 2 {
 		a, b := terms[0], terms[1]
 		c = func(m Message) Result {
 			x := a(m)
-			if x == False {
-				return False
+			if x == dominant {
+				return dominant
 			}
 			y := b(m)
-			if y == False {
-				return False
+			if y == dominant {
+				return dominant
 			}
 			if x == Unknown || y == Unknown {
 				return Unknown
 			}
-			return True
+			return other
 		}
 	} else {
 		c = func(m Message) Result {
-			r := True
+			r := other
 			for _, t := range terms {
 				switch t(m) {
-				case False:
-					return False
+				case dominant:
+					return dominant
 				case Unknown:
 					r = Unknown
 				}
