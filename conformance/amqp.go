@@ -41,9 +41,13 @@ import (
 // x-opt-sluice-redelivery-limit (JMSRedeliveryLimit) and x-opt-sluice-xml
 // (an XML text body, for JMS_BEA_SELECT).
 //
-// What it cannot say: transactions (go-amqp v1.7.0 has no transaction
-// coordinator: no declare/discharge, no transactional-state) and a
-// session's redelivery delay (no AMQP convention carries it).
+// go-amqp v1.7.0 has no transaction coordinator, so a transacted
+// connection (ConnOptions.Transacted) is a small client on Sluice's own
+// codec instead (rawConn, amqp_raw.go): coordinator link, declare and
+// discharge, transactional-state on transfers and dispositions.
+//
+// What it cannot say: a session's redelivery delay (no AMQP convention
+// carries it).
 type amqpDriver struct {
 	addr string
 	seq  atomic.Uint64
@@ -129,6 +133,9 @@ func (d *amqpDriver) Dial(ctx context.Context, o ConnOptions) (Conn, error) {
 	container := o.ClientID
 	if container == "" {
 		container = "conformance-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(d.seq.Add(1), 10)
+	}
+	if o.Transacted {
+		return d.dialRaw(ctx, container)
 	}
 	opts := &amqp.ConnOptions{ContainerID: container, SASLType: amqp.SASLTypeAnonymous(), HostName: "localhost"}
 	conn, err := amqp.Dial(ctx, "amqp://"+d.addr, opts)
@@ -263,11 +270,15 @@ func (c *amqpConn) Send(ctx context.Context, d Dest, m *Message, tx Tx) error {
 	return nil
 }
 
-var errNoAMQPTx = NotExpressible("go-amqp v1.7.0 has no transaction coordinator (no declare/discharge, no transactional-state), so the AMQP driver cannot run transactions")
+// errNoAMQPTx is a transaction asked of a connection not dialled
+// transacted: go-amqp v1.7.0 has no transaction coordinator.
+var errNoAMQPTx = errors.New("a transaction over AMQP needs a transacted connection (ConnOptions.Transacted): go-amqp v1.7.0 has no transaction coordinator")
+
+var errNoSessionRedeliveryDelay = NotExpressible("no AMQP convention carries a session's redelivery delay (CONVENTIONS.md)")
 
 func (c *amqpConn) receiverOptions(d Dest, o SubOptions) (*amqp.ReceiverOptions, error) {
 	if o.RedeliveryDelay > 0 {
-		return nil, NotExpressible("no AMQP convention carries a session's redelivery delay (CONVENTIONS.md)")
+		return nil, errNoSessionRedeliveryDelay
 	}
 	credit := int32(o.Prefetch)
 	if credit <= 0 {
@@ -453,20 +464,23 @@ func (s *amqpSub) Receive(ctx context.Context, timeout time.Duration) (*Received
 func (s *amqpSub) take(m *Received, cumulative bool) []*Received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, u := range s.unacked {
+	var out []*Received
+	out, s.unacked = takeUnacked(s.unacked, m, cumulative)
+	return out
+}
+
+// takeUnacked takes m (and, cumulative, every message before it) out of
+// unacked: it returns what to settle and what stays unacknowledged.
+func takeUnacked(unacked []*Received, m *Received, cumulative bool) (taken, rest []*Received) {
+	for i, u := range unacked {
 		if u == m {
-			var out []*Received
 			if cumulative {
-				out = append(out, s.unacked[:i+1]...)
-				s.unacked = append([]*Received(nil), s.unacked[i+1:]...)
-			} else {
-				out = []*Received{m}
-				s.unacked = append(s.unacked[:i:i], s.unacked[i+1:]...)
+				return unacked[: i+1 : i+1], append([]*Received(nil), unacked[i+1:]...)
 			}
-			return out
+			return []*Received{m}, append(unacked[:i:i], unacked[i+1:]...)
 		}
 	}
-	return []*Received{m}
+	return []*Received{m}, unacked
 }
 
 func (s *amqpSub) Ack(ctx context.Context, m *Received, tx Tx) error {

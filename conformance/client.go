@@ -219,6 +219,10 @@ const (
 type ConnOptions struct {
 	// ClientID is the JMS client ID ("" = none).
 	ClientID string
+	// Transacted asks for a connection whose session runs transactions
+	// (JMS createSession(true, …)); Begin needs one over AMQP, where the
+	// driver then uses its own client (go-amqp has no transactions).
+	Transacted bool
 }
 
 // Driver speaks one wire protocol to one broker address.

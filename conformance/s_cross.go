@@ -187,7 +187,7 @@ func init() {
 			Run: func(t *T) {
 				q := t.Queue()
 				sub := t.Subscribe(t.DialQ(), q, SubOptions{})
-				c := t.Dial()
+				c := t.DialTransacted()
 				tx := t.Begin(c)
 				t.SendIn(c, tx, q, &Message{Body: "tx"})
 				t.NoMessage(sub)

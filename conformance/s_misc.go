@@ -70,7 +70,7 @@ func init() {
 			Checks: "JMS 2.0 transacted sessions (Session.commit); CONVENTIONS.md (STOMP BEGIN/COMMIT, AMQP coordinator)",
 			Expect: "no message arrives before the commit; both arrive, in order, after it",
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				q := t.Queue()
 				sub := t.Subscribe(t.Dial(), q, SubOptions{})
 				tx := t.Begin(c)
@@ -87,7 +87,7 @@ func init() {
 			Checks: "JMS 2.0 transacted sessions (Session.rollback)",
 			Expect: "after the rollback nothing arrives; a message sent after it does",
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				q := t.Queue()
 				sub := t.Subscribe(c, q, SubOptions{})
 				tx := t.Begin(c)
@@ -104,7 +104,7 @@ func init() {
 			Checks: "JMS 2.0 transacted sessions (commit acknowledges consumed messages)",
 			Expect: "after the commit, a new consumer gets nothing",
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				q := t.Queue()
 				t.Text(c, q, "m")
 				sub := t.Subscribe(c, q, SubOptions{Ack: AckIndividual})
@@ -122,7 +122,7 @@ func init() {
 			Checks: "JMS 2.0 transacted sessions (rollback redelivers consumed messages); §3.4.7 (JMSRedelivered)",
 			Expect: "after the rollback the message comes again, marked redelivered",
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				q := t.Queue()
 				t.Text(c, q, "m")
 				sub := t.Subscribe(c, q, SubOptions{Ack: AckIndividual})
@@ -140,7 +140,7 @@ func init() {
 			Checks: "JMS 2.0 transacted sessions (a transaction groups sends and receives); seed: Setting Message Delivery Times (receive and send in one transaction for exactly-once)",
 			Expect: "rolled back: the input is redelivered and the output never appears; committed: the input is consumed and the output delivered",
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				in, out := t.Queue(), t.Queue()
 				t.Text(c, in, "order")
 				outSub := t.Subscribe(t.Dial(), out, SubOptions{})

@@ -242,7 +242,7 @@ func init() {
 			Expect: "a message acknowledged in a transaction that rolls back comes again no sooner than the 1s delay, marked redelivered",
 			Needs:  []Need{NeedRedeliveryDelayOverride},
 			Run: func(t *T) {
-				c := t.Dial()
+				c := t.DialTransacted()
 				q := t.Queue(NeedRedeliveryDelayOverride)
 				t.Text(c, q, "tx")
 				sub := t.Subscribe(c, q, SubOptions{Ack: AckIndividual})

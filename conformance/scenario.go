@@ -218,12 +218,25 @@ func (t *T) Redial(d Driver, clientID string) Conn {
 	}
 }
 
+// DialTransacted connects over P for a transacted session (JMS
+// createSession(true, …)): the connection a scenario calls Begin on.
+func (t *T) DialTransacted() Conn {
+	c, err := t.dialWith(t.P, ConnOptions{Transacted: true})
+	t.check(err, "connect over "+t.P.Protocol()+" (transacted)")
+	return c
+}
+
 // TryDialOn connects over d and returns the error instead of failing.
 func (t *T) TryDialOn(d Driver, clientID ...string) (Conn, error) {
 	o := ConnOptions{}
 	if len(clientID) > 0 {
 		o.ClientID = clientID[0]
 	}
+	return t.dialWith(d, o)
+}
+
+// dialWith connects over d with o and records the connection to close.
+func (t *T) dialWith(d Driver, o ConnOptions) (Conn, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.Within(10*time.Second))
 	defer cancel()
 	c, err := d.Dial(ctx, o)
