@@ -20,6 +20,8 @@
 # subscribers), AMQP (1: also AMQP 1.0, Sluice and RabbitMQ), AMQP_COUNT (30000),
 # CLIENTS ("go-stomp lean": the STOMP clients, see `sluice bench stomp --help`;
 # go-stomp's own CPU cost caps what it can measure on a small machine),
+# AMQP_CLIENTS ("go-amqp lean": the AMQP 1.0 clients, see `sluice bench amqp
+# --help`; go-amqp likewise caps the persistent scenario),
 # PEERS_PRIVATE (0: the shared instances on their usual ports; 1: private
 # copies of the peer scripts and configs under OUT, every port moved up by 100
 # and RabbitMQ node name sluicebench, so that another session starting or
@@ -39,6 +41,7 @@ AMQP=${AMQP:-1}
 AMQP_COUNT=${AMQP_COUNT:-30000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 CLIENTS=${CLIENTS:-"go-stomp lean"}
+AMQP_CLIENTS=${AMQP_CLIENTS:-"go-amqp lean"}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
 mkdir -p "$OUT"
@@ -201,13 +204,15 @@ if [ "$AMQP" = 1 ]; then
   for scenario in queue persistent; do
     count=$AMQP_COUNT
     [ "$scenario" = persistent ] && count=$PERSISTENT_COUNT
-    echo "== AMQP 1.0 $scenario: warm-up (not recorded), then $ROUNDS rounds of $count messages"
-    # shellcheck disable=SC2086
-    for b in $ABROKERS; do run "$OUT/warmup.json" amqp "$b" "$scenario" $(( (count + 4) / 5 )) ${AFLAGS[$b]} --ack auto --prefetch 1000; done
-    for r in $(seq 1 "$ROUNDS"); do
-      echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+    for client in $AMQP_CLIENTS; do
+      echo "== AMQP 1.0 $scenario, $client client: warm-up (not recorded), then $ROUNDS rounds of $count messages"
       # shellcheck disable=SC2086
-      for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000; done
+      for b in $ABROKERS; do run "$OUT/warmup.json" amqp "$b" "$scenario" $(( (count + 4) / 5 )) ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client"; done
+      for r in $(seq 1 "$ROUNDS"); do
+        echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+        # shellcheck disable=SC2086
+        for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client"; done
+      done
     done
   done
 fi

@@ -41,6 +41,24 @@ func TestBenchSTOMPInProcessJSON(t *testing.T) {
 	}
 }
 
+func TestBenchAMQPLeanClient(t *testing.T) {
+	for _, scenario := range []string{"queue", "persistent"} {
+		out, err := runSluice(t, "bench", "amqp", "--client", "lean", "--scenario", scenario, "--count", "500", "--json",
+			"--data", t.TempDir())
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var rep loadgen.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !rep.OK || rep.Sent != 500 || rep.Received != 500 || rep.Missing != 0 || rep.Duplicates != 0 ||
+			rep.Protocol != "amqp/lean" || string(rep.Options.Scenario) != scenario {
+			t.Fatalf("report %+v", rep)
+		}
+	}
+}
+
 func TestBenchSTOMPFanoutTextAndSummarize(t *testing.T) {
 	dir := t.TempDir()
 	out, err := runSluice(t, "bench", "stomp", "--scenario", "fanout", "--count", "200", "--consumers", "5")
@@ -87,6 +105,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "stomp", "--scenario", "sideways"}, "scenario"},
 		{[]string{"bench", "stomp", "--ack", "maybe"}, "ack mode"},
 		{[]string{"bench", "amqp", "--addr", "127.0.0.1:1", "--address-style", "odd"}, "address-style"},
+		{[]string{"bench", "amqp", "--addr", "127.0.0.1:1", "--client", "odd"}, "--client"},
 		{[]string{"bench", "summarize", "/nonexistent/reports.json"}, "no such file"},
 	} {
 		_, err := runSluice(t, tc.args...)

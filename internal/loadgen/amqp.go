@@ -42,7 +42,14 @@ type AMQPConfig struct {
 	// DefaultCredit is the receiver's link credit when Options.Prefetch is
 	// 0 (default 100).
 	DefaultCredit int
+	// Client is "go-amqp" (default: github.com/Azure/go-amqp) or "lean"
+	// (this package's minimal client, see lean_amqp.go), for when go-amqp's
+	// CPU cost would make the load generator the bottleneck.
+	Client string
 }
+
+// ClientGoAMQP is the go-amqp AMQP 1.0 client (ClientLean is the other).
+const ClientGoAMQP = "go-amqp"
 
 // AMQP is the AMQP 1.0 driver. Producers send unsettled (the broker
 // settles each transfer; with Options.Persistent the messages are durable,
@@ -63,14 +70,27 @@ func NewAMQP(cfg AMQPConfig) *AMQP {
 	if cfg.DefaultCredit <= 0 {
 		cfg.DefaultCredit = 100
 	}
+	if cfg.Client == "" {
+		cfg.Client = ClientGoAMQP
+	}
 	return &AMQP{cfg: cfg}
 }
 
-// Protocol is "amqp".
-func (a *AMQP) Protocol() string { return "amqp" }
+// Protocol is "amqp", or "amqp/lean" with the lean client.
+func (a *AMQP) Protocol() string {
+	if a.cfg.Client == ClientLean {
+		return "amqp/lean"
+	}
+	return "amqp"
+}
 
 // Name describes the target.
-func (a *AMQP) Name() string { return "amqp " + a.cfg.Addr }
+func (a *AMQP) Name() string {
+	if a.cfg.Client == ClientLean {
+		return "amqp " + a.cfg.Addr + " (lean client)"
+	}
+	return "amqp " + a.cfg.Addr
+}
 
 // address returns the address and the terminus capabilities of o's
 // destination.
@@ -107,6 +127,9 @@ func (a *AMQP) dial(ctx context.Context) (*amqp.Conn, *amqp.Session, error) {
 
 // NewProducer attaches a sender on a connection of its own.
 func (a *AMQP) NewProducer(ctx context.Context, o *Options, idx int) (Producer, error) {
+	if a.cfg.Client == ClientLean {
+		return a.newLeanProducer(ctx, o)
+	}
 	c, s, err := a.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -257,6 +280,9 @@ func (p *amqpProducer) Close() error {
 
 // NewConsumer attaches a receiver on a connection of its own.
 func (a *AMQP) NewConsumer(ctx context.Context, o *Options, idx int, h Handler) (Consumer, error) {
+	if a.cfg.Client == ClientLean {
+		return a.newLeanConsumer(ctx, o, h)
+	}
 	c, s, err := a.dial(ctx)
 	if err != nil {
 		return nil, err

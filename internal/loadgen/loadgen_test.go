@@ -431,3 +431,35 @@ func TestLeanFrameReader(t *testing.T) {
 		t.Fatal("want EOF")
 	}
 }
+
+func TestLeanAMQPClient(t *testing.T) {
+	p, err := StartInProcessAt(context.Background(), t.TempDir(), "", "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	d := NewAMQP(AMQPConfig{Addr: p.AMQPAddr(), Client: ClientLean})
+	if !strings.Contains(d.Name(), "lean") || d.Protocol() != "amqp/lean" {
+		t.Fatalf("name %q, protocol %q", d.Name(), d.Protocol())
+	}
+	for _, tc := range []struct {
+		name       string
+		o          Options
+		deliveries int64
+	}{
+		{"queue-presettled", Options{Scenario: ScenarioQueue, Count: 2000, Prefetch: 200}, 2000},
+		{"queue-accept", Options{Scenario: ScenarioQueue, Count: 2000, AckMode: AckClientIndividual, Prefetch: 30}, 2000},
+		{"persistent", Options{Scenario: ScenarioPersistent, Count: 200}, 200},
+		{"persistent-window", Options{Scenario: ScenarioPersistent, Count: 1000, ReceiptWindow: 16, AckMode: AckClientIndividual}, 1000},
+		{"fanout", Options{Scenario: ScenarioFanout, Count: 200, Consumers: 4}, 800},
+		{"many", Options{Scenario: ScenarioQueue, Count: 1001, Producers: 2, Consumers: 3, MaxBacklog: 100}, 1001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(context.Background(), d, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReport(t, r, int64(tc.o.Count), tc.deliveries)
+		})
+	}
+}
