@@ -8,67 +8,12 @@
 // rhea's frame trace (DEBUG=rhea:frames) goes to stderr.
 // interop/amqp_test.go (build tag interop) starts the broker and runs these.
 
+import { WAIT, QUIET, Fail, check, withTimeout, sleep, Mailbox } from './common.mjs';
 const DEBUG = process.env.SLUICE_INTEROP_DEBUG === '1';
 if (DEBUG && !process.env.DEBUG) process.env.DEBUG = 'rhea:frames';
 const { default: rhea } = await import('rhea');
 
 const HOST = '127.0.0.1';
-const WAIT = 10000; // ms for any one expected event
-const QUIET = 500; // ms of silence taken as "nothing more arrives"
-
-class Fail extends Error {}
-
-function check(cond, what, ...detail) {
-  if (!cond) {
-    throw new Fail(what + (detail.length ? ': ' + detail.map(d => JSON.stringify(d)).join(' ') : ''));
-  }
-  console.log('ok   ' + what);
-}
-
-// withTimeout rejects with a Fail naming what did not happen in time.
-function withTimeout(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Fail(`${what}: nothing within ${ms}ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
-
-// Mailbox is a queue of events with a bounded wait for the next one.
-class Mailbox {
-  constructor(name) {
-    this.name = name;
-    this.items = [];
-    this.waiters = [];
-  }
-
-  put(x) {
-    const w = this.waiters.shift();
-    if (w) w(x);
-    else this.items.push(x);
-  }
-
-  next(what, ms = WAIT) {
-    if (this.items.length) return Promise.resolve(this.items.shift());
-    let waiter;
-    const p = new Promise(resolve => {
-      waiter = resolve;
-      this.waiters.push(waiter);
-    });
-    return withTimeout(p, `${this.name}: ${what}`, ms).catch(e => {
-      this.waiters = this.waiters.filter(w => w !== waiter);
-      throw e;
-    });
-  }
-
-  // none checks that nothing arrives for QUIET ms.
-  async none(what) {
-    await sleep(QUIET);
-    check(this.items.length === 0, what, this.items.map(x => x.message && x.message.body));
-  }
-}
 
 // once resolves with the context of the next event name on emitter, and
 // rejects when one of the failure events comes first.

@@ -10,58 +10,12 @@
 // check prints "FAIL SCENARIO: reason" and exits 1. Every wait is bounded.
 // interop/stomp_test.go (build tag interop) starts the broker and runs these.
 
+import { WAIT, QUIET, Fail, check, withTimeout, sleep, Mailbox } from './common.mjs';
 import { Client } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 
 const HOST = '127.0.0.1';
-const WAIT = 10000; // ms for any one expected frame
 const DEBUG = process.env.SLUICE_INTEROP_DEBUG === '1';
-
-class Fail extends Error {}
-
-function check(cond, what, ...detail) {
-  if (!cond) {
-    throw new Fail(what + (detail.length ? ': ' + detail.map(d => JSON.stringify(d)).join(' ') : ''));
-  }
-  console.log('ok   ' + what);
-}
-
-// withTimeout rejects with a Fail naming what did not happen in time.
-function withTimeout(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Fail(`${what}: nothing within ${ms}ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-// Mailbox is a queue of frames with a bounded wait for the next one.
-class Mailbox {
-  constructor(name) {
-    this.name = name;
-    this.items = [];
-    this.waiters = [];
-  }
-
-  put(x) {
-    const w = this.waiters.shift();
-    if (w) w(x);
-    else this.items.push(x);
-  }
-
-  next(what, ms = WAIT) {
-    if (this.items.length) return Promise.resolve(this.items.shift());
-    let waiter;
-    const p = new Promise(resolve => {
-      waiter = resolve;
-      this.waiters.push(waiter);
-    });
-    return withTimeout(p, `${this.name}: ${what}`, ms).catch(e => {
-      this.waiters = this.waiters.filter(w => w !== waiter);
-      throw e;
-    });
-  }
-}
 
 let seq = 0;
 
