@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,10 @@ type Connection struct {
 	mu       sync.Mutex
 	gateCond *sync.Cond
 	active   int // deliveries in progress (listeners, receives)
+	// stopping is closed when the connection stops or closes, and made
+	// anew when it starts: a listener or receive waiting for a message
+	// watches it, so that Stop does not wait for messages that never come.
+	stopping chan struct{}
 	clientID string
 	sessions map[*Session]struct{}
 	temps    map[message.Destination]*destination
@@ -183,6 +188,9 @@ func (c *Connection) Start() error {
 		c.mu.Unlock()
 		return errorf(CodeIllegalState, "connection is closed")
 	}
+	if !c.started.Load() {
+		c.stopping = make(chan struct{})
+	}
 	c.started.Store(true)
 	c.gateCond.Broadcast()
 	var qs []*queue
@@ -208,23 +216,38 @@ func (c *Connection) Stop() error {
 	if c.closed {
 		return errorf(CodeIllegalState, "connection is closed")
 	}
-	c.started.Store(false)
+	c.pauseLocked()
 	for c.active > 0 {
 		c.gateCond.Wait()
 	}
 	return nil
 }
 
+// pauseLocked marks the connection stopped and wakes what waits for a
+// message under the started connection. c.mu is held.
+func (c *Connection) pauseLocked() {
+	if c.started.Load() {
+		close(c.stopping)
+	}
+	c.started.Store(false)
+}
+
+// errStopped ends a wait for a message because the connection stopped: the
+// listener or receive goes back to waiting for Start.
+var errStopped = errors.New("connection stopped")
+
 // beginDelivery waits until the connection is started, then counts a
-// delivery in progress. It fails when ctx ends, done closes or the
-// connection closes.
-func (c *Connection) beginDelivery(ctx context.Context, done <-chan struct{}) error {
+// delivery in progress and returns a channel that closes when the
+// connection stops. It fails when ctx ends, done closes or the connection
+// closes.
+func (c *Connection) beginDelivery(ctx context.Context, done <-chan struct{}) (<-chan struct{}, error) {
 	if c.started.Load() {
 		c.mu.Lock()
 		if c.started.Load() {
 			c.active++
+			st := c.stopping
 			c.mu.Unlock()
-			return nil
+			return st, nil
 		}
 		c.mu.Unlock()
 	}
@@ -249,20 +272,20 @@ func (c *Connection) beginDelivery(ctx context.Context, done <-chan struct{}) er
 	defer c.mu.Unlock()
 	for !c.started.Load() {
 		if c.closed {
-			return errorf(CodeIllegalState, "connection is closed")
+			return nil, errorf(CodeIllegalState, "connection is closed")
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		select {
 		case <-done:
-			return errorf(CodeConsumerClosed, "consumer closed")
+			return nil, errorf(CodeConsumerClosed, "consumer closed")
 		default:
 		}
 		c.gateCond.Wait()
 	}
 	c.active++
-	return nil
+	return c.stopping, nil
 }
 
 func (c *Connection) endDelivery() {
@@ -380,7 +403,7 @@ func (c *Connection) Close() error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.started.Store(false)
+	c.pauseLocked()
 	ss := make([]*Session, 0, len(c.sessions))
 	for s := range c.sessions {
 		ss = append(ss, s)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -148,9 +149,10 @@ func (c *Consumer) Credit() int {
 }
 
 // next returns the next ref for delivery, waiting until one arrives, ctx
-// ends, or the consumer closes. It records the delivery attempt in the store
-// first for persistent refs, batching every ref already buffered.
-func (c *Consumer) next(ctx context.Context) (*ref, error) {
+// ends, the consumer closes, or stopping closes (errStopped). It records the
+// delivery attempt in the store first for persistent refs, batching every
+// ref already buffered.
+func (c *Consumer) next(ctx context.Context, stopping <-chan struct{}) (*ref, error) {
 	for {
 		if len(c.local) == 0 {
 			c.bufMu.Lock()
@@ -178,6 +180,8 @@ func (c *Consumer) next(ctx context.Context) (*ref, error) {
 		select {
 		case <-c.signal:
 		case <-c.done:
+		case <-stopping:
+			return nil, errStopped
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -240,20 +244,31 @@ func (c *Consumer) Receive(ctx context.Context) (message.Delivery, error) {
 		return message.Delivery{}, errorf(CodeIllegalState, "consumer has a message listener")
 	}
 	conn := c.sess.conn
-	if err := conn.beginDelivery(ctx, c.done); err != nil {
-		if c.closed.Load() {
-			return message.Delivery{}, errorf(CodeConsumerClosed, "consumer closed")
+	for {
+		stopping, err := conn.beginDelivery(ctx, c.done)
+		if err != nil {
+			if c.closed.Load() {
+				return message.Delivery{}, errorf(CodeConsumerClosed, "consumer closed")
+			}
+			return message.Delivery{}, err
 		}
-		return message.Delivery{}, err
+		c.recvMu.Lock()
+		r, err := c.next(ctx, stopping)
+		c.recvMu.Unlock()
+		if errors.Is(err, errStopped) {
+			// Stop does not wait for a receive that has no message:
+			// it waits for Start again.
+			conn.endDelivery()
+			continue
+		}
+		if err != nil {
+			conn.endDelivery()
+			return message.Delivery{}, err
+		}
+		d := c.sess.delivered(c, r, true)
+		conn.endDelivery()
+		return d, nil
 	}
-	defer conn.endDelivery()
-	c.recvMu.Lock()
-	r, err := c.next(ctx)
-	c.recvMu.Unlock()
-	if err != nil {
-		return message.Delivery{}, err
-	}
-	return c.sess.delivered(c, r, true), nil
 }
 
 // ReceiveTimeout is Receive with a timeout; it returns ok=false when no
@@ -291,12 +306,17 @@ func (c *Consumer) listen(fn func(message.Delivery)) {
 	conn := c.sess.conn
 	ctx := conn.b.ctx
 	for {
-		if err := conn.beginDelivery(ctx, c.done); err != nil {
+		stopping, err := conn.beginDelivery(ctx, c.done)
+		if err != nil {
 			return
 		}
 		c.recvMu.Lock()
-		r, err := c.next(ctx)
+		r, err := c.next(ctx, stopping)
 		c.recvMu.Unlock()
+		if errors.Is(err, errStopped) {
+			conn.endDelivery()
+			continue
+		}
 		if err != nil {
 			conn.endDelivery()
 			return

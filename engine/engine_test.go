@@ -230,6 +230,63 @@ func TestStopWaitsForRunningListener(t *testing.T) {
 	}
 }
 
+// Stop does not wait for a listener or a receive that has no message to
+// deliver: it returns at once, they deliver nothing while the connection
+// is stopped, and they carry on after Start (JMS: "stop ... must not return
+// until delivery of messages has paused").
+func TestStopWithIdleListenerAndReceive(t *testing.T) {
+	h := newBroker(t, engine.Config{})
+	c := h.conn(engine.ConnectionOptions{})
+	got := make(chan string, 4)
+	lc := consumer(t, h.session(c, engine.AutoAcknowledge), queueA, engine.ConsumerOptions{})
+	if err := lc.SetListener(func(d message.Delivery) { got <- "listener:" + body(d) }); err != nil {
+		t.Fatal(err)
+	}
+	queueB := message.Destination{Kind: message.Queue, Name: "b"}
+	rc := consumer(t, h.session(c, engine.AutoAcknowledge), queueB, engine.ConsumerOptions{})
+	received := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := rc.Receive(ctx)
+		if err != nil {
+			received <- "error: " + err.Error()
+			return
+		}
+		received <- "receive:" + body(d)
+	}()
+	_ = c.Start()
+	time.Sleep(20 * time.Millisecond) // both are waiting for a message
+	stopped := make(chan struct{})
+	go func() { _ = c.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop waited for an idle listener or receive")
+	}
+	p := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge)
+	send(t, p, queueA, "a", engine.SendOptions{})
+	send(t, p, queueB, "b", engine.SendOptions{})
+	select {
+	case v := <-got:
+		t.Fatalf("delivered while stopped: %s", v)
+	case v := <-received:
+		t.Fatalf("receive returned while stopped: %s", v)
+	case <-time.After(100 * time.Millisecond):
+	}
+	_ = c.Start()
+	for _, ch := range []chan string{got, received} {
+		select {
+		case v := <-ch:
+			if v != "listener:a" && v != "receive:b" {
+				t.Fatalf("after Start: %s", v)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("nothing delivered after Start")
+		}
+	}
+}
+
 func TestClientID(t *testing.T) {
 	h := newBroker(t, engine.Config{})
 	c1 := h.conn(engine.ConnectionOptions{})
