@@ -24,6 +24,7 @@ type outItem struct {
 	after  func()                 // run once the batch holding it is flushed
 	close  bool                   // close the connection once written
 	setup  *writerSetup           // what open negotiated
+	marker bool                   // write nothing: only run after once flushed
 }
 
 // writerSetup tells the writer the peer's max-frame-size and how often to
@@ -159,6 +160,26 @@ func (c *conn) send(it outItem) bool {
 	}
 }
 
+// flushWrites waits until everything queued for the writer before it has
+// been written and flushed, and the afters of those writes have run (or
+// the connection ends, or a few seconds pass). Closing a link calls it
+// before the engine takes back the link's unacknowledged messages, so that
+// a pre-settled delivery already on the wire is acknowledged, not sent
+// again to someone else.
+func (c *conn) flushWrites() {
+	done := make(chan struct{})
+	if !c.send(outItem{marker: true, after: func() { close(done) }}) {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-c.done:
+	case <-t.C:
+	}
+}
+
 func (c *conn) sendFrame(ch uint16, body frames.Body) bool {
 	return c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: ch, Body: body}})
 }
@@ -211,7 +232,9 @@ func (c *conn) writeLoop() {
 						hb = ticker.C
 					}
 				}
-				if it.header != nil {
+				if it.marker {
+					// nothing to write
+				} else if it.header != nil {
 					b := it.header.Bytes()
 					_, _ = bw.Write(b[:])
 				} else if err := w.WriteFrame(it.fr); err != nil {

@@ -886,6 +886,14 @@ func (l *link) close(ctx context.Context, closed bool) error {
 	if l.browser != nil {
 		l.browser.Close()
 	}
+	if l.preSettled && l.cons != nil {
+		// Stop deliveries, then let those already queued reach the wire
+		// and be acknowledged (sendDelivery acknowledges a pre-settled
+		// delivery once flushed) before the session takes back what is
+		// still unacknowledged.
+		_ = l.cons.Close()
+		s.c.flushWrites()
+	}
 	if l.engSess != nil {
 		_ = l.engSess.Close()
 	}

@@ -391,3 +391,58 @@ func TestBrowse(t *testing.T) {
 		t.Fatalf("browsing consumed: %d left", n)
 	}
 }
+
+// TestPreSettledDetachRace receives pre-settled deliveries and detaches the
+// moment each arrives: a delivery on the wire is consumed, so none comes
+// back to a later link (the server acknowledges it once flushed and, on
+// detach, waits for that before it takes back what is unacknowledged).
+func TestPreSettledDetachRace(t *testing.T) {
+	const n = 150
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	gc := ts.dial(t, nil)
+	snd := sender(t, session(t, gc), "presettled.race", nil)
+	for i := range n {
+		send(t, snd, text(fmt.Sprintf("m%d", i)))
+	}
+
+	rc := rawDial(t, ts.addr)
+	rc.open(t, 0)
+	b := types.NewBegin()
+	b.IncomingWindow, b.OutgoingWindow = 1<<20, 1<<20
+	rc.write(t, 0, b, nil)
+	rc.expect(t, "amqp:begin:list", 5*time.Second)
+	seen := map[string]bool{}
+	for i := range n {
+		src := types.NewSource()
+		src.Address = "presettled.race"
+		rc.write(t, 0, &types.Attach{Name: fmt.Sprintf("r%d", i), Handle: 1, Role: types.RoleReceiver,
+			SndSettleMode: types.SenderSettleModeSettled, Source: src, Target: types.NewTarget()}, nil)
+		rc.expect(t, "amqp:attach:list", 5*time.Second)
+		fl := types.NewFlow()
+		fl.NextIncomingID = types.Some(types.TransferNumber(i))
+		fl.IncomingWindow, fl.OutgoingWindow = 1<<20, 1<<20
+		fl.Handle = types.Some(types.Handle(1))
+		fl.DeliveryCount = types.Some(types.SequenceNo(0))
+		fl.LinkCredit = types.Some(uint32(1))
+		rc.write(t, 0, fl, nil)
+		tf := rc.expect(t, "amqp:transfer:list", 5*time.Second)
+		rc.write(t, 0, &types.Detach{Handle: 1, Closed: true}, nil)
+		var m types.Message
+		if err := m.Decode(tf.Payload); err != nil {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+		v := m.Value
+		if v == nil {
+			t.Fatalf("delivery %d: no value: %#v", i, m)
+		}
+		body := fmt.Sprint(v.Value)
+		if seen[body] {
+			t.Fatalf("delivery %d: %s arrived a second time after a pre-settled delivery and a detach", i, body)
+		}
+		seen[body] = true
+		rc.expect(t, "amqp:detach:list", 5*time.Second)
+	}
+	if got := queueCount(t, ts, "presettled.race"); got != 0 {
+		t.Fatalf("%d messages left on the queue after %d pre-settled deliveries", got, n)
+	}
+}

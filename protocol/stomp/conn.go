@@ -263,8 +263,10 @@ func (c *conn) writeLoop() {
 						hb = ticker.C
 					}
 				}
-				if err := w.WriteFrame(it.f); err != nil {
-					c.log.Warn("stomp frame not encodable", slog.Any("err", err))
+				if it.f != nil {
+					if err := w.WriteFrame(it.f); err != nil {
+						c.log.Warn("stomp frame not encodable", slog.Any("err", err))
+					}
 				}
 				if it.sub != nil {
 					acks = append(acks, it)
@@ -381,6 +383,23 @@ func (c *conn) receipt(f *frame.Frame) {
 	}
 }
 
+// flushWrites waits until everything queued for the writer before it has
+// been written and flushed, and ack:auto deliveries among it acknowledged
+// (or the connection ends, or a few seconds pass).
+func (c *conn) flushWrites() {
+	done := make(chan struct{})
+	if !c.send(outItem{done: done}) {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-c.done:
+	case <-t.C:
+	}
+}
+
 // handle processes one frame after CONNECT. stop ends the connection
 // normally (DISCONNECT).
 func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
@@ -400,6 +419,11 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 		// Release the engine side (the client ID above all) before the
 		// receipt: once it has the receipt, the client may connect again
 		// with the same client ID.
+		// Stop deliveries and let the writer flush the MESSAGE frames
+		// already queued, acknowledging those of ack:auto subscriptions,
+		// so that Close gives back only what the client never got.
+		_ = c.eng.Stop()
+		c.flushWrites()
 		_ = c.eng.Close()
 		if r, ok := f.Get(frame.HeaderReceipt); ok {
 			rf := &frame.Frame{Command: frame.CmdReceipt}

@@ -541,3 +541,48 @@ func TestRedeliveryDelayHeaderOnNack(t *testing.T) {
 		t.Fatalf("delivery count %s", n)
 	}
 }
+
+// An ack:auto subscription that unsubscribes the moment its MESSAGE
+// arrives, or a client that disconnects then: the message reached the
+// client, so it is consumed, not put back for the next subscriber.
+func TestAutoAckUnsubscribeOrDisconnectRace(t *testing.T) {
+	const rounds = 100
+	for _, how := range []string{"unsubscribe", "disconnect"} {
+		t.Run(how, func(t *testing.T) {
+			addr, eng := startServer(t, engine.Config{}, stomp.Options{})
+			name := "auto-race-" + how
+			p := dial(t, addr)
+			var r *raw
+			for round := range rounds {
+				body := fmt.Sprintf("m%d", round)
+				if err := p.Send("/queue/"+name, "text/plain", []byte(body), gostomp.SendOpt.Receipt); err != nil {
+					t.Fatal(err)
+				}
+				if r == nil || how == "disconnect" {
+					r = dialRaw(t, addr)
+					r.write("CONNECT\naccept-version:1.2\n\n\x00")
+					r.read() // CONNECTED
+				}
+				r.write(fmt.Sprintf("SUBSCRIBE\nid:%d\ndestination:/queue/%s\nack:auto\n\n\x00", round, name))
+				if f := r.read(); f.Command != frame.CmdMessage || string(f.Body) != body {
+					t.Fatalf("round %d: got %s %q, want MESSAGE %s", round, f.Command, f.Body, body)
+				}
+				if how == "unsubscribe" {
+					r.write(fmt.Sprintf("UNSUBSCRIBE\nid:%d\nreceipt:u%d\n\n\x00", round, round))
+				} else {
+					r.write("DISCONNECT\nreceipt:bye\n\n\x00")
+				}
+				if f := r.read(); f.Command != frame.CmdReceipt {
+					t.Fatalf("round %d: got %s, want the RECEIPT", round, f.Command)
+				}
+				info, err := eng.DestinationInfo(message.Destination{Kind: message.Queue, Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Messages != 0 {
+					t.Fatalf("round %d: %s was put back after it reached the client (ack:auto, then %s)", round, body, how)
+				}
+			}
+		})
+	}
+}

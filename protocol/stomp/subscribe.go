@@ -262,6 +262,13 @@ func (c *conn) handleUnsubscribe(ctx context.Context, f *frame.Frame) error {
 		return refuse("UNSUBSCRIBE of unknown subscription %q", id)
 	}
 	if sub != nil {
+		if sub.ackMode == ackAuto {
+			// MESSAGE frames already queued are acknowledged once
+			// written: let that happen before the session takes back
+			// what is unacknowledged, or the client would get them twice.
+			_ = sub.cons.Close()
+			c.flushWrites()
+		}
 		_ = sub.sess.Close()
 	}
 	if name != "" {
