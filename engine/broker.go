@@ -465,20 +465,36 @@ func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def
 
 // send stamps, routes, stores and enqueues one message.
 func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) error {
-	d, err := b.resolve(dest, conn, false)
+	d, err := b.prepareSend(conn, dest, m, def, o)
 	if err != nil {
 		return err
 	}
+	return b.sendPrepared(ctx, d, m)
+}
+
+// prepareSend resolves a send's destination, stamps the message and takes
+// its place in the destination's quota.
+func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) (*destination, error) {
+	d, err := b.resolve(dest, conn, false)
+	if err != nil {
+		return nil, err
+	}
 	if err := b.stamp(d, conn, m, def, o); err != nil {
-		return err
+		return nil, err
 	}
 	if d.q != nil {
 		if pol := b.policyFor(d.dest); pol.MaxMessages > 0 || pol.MaxBytes > 0 {
 			if err := d.q.reserve(int64(m.Size()), pol); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
+	return d, nil
+}
+
+// sendPrepared routes, stores and enqueues a prepared message, and returns
+// once it is durable (or consumed, see early.go).
+func (b *Broker) sendPrepared(ctx context.Context, d *destination, m *message.Message) error {
 	if d.q != nil && (d.q.bucket == "" || m.DeliveryMode != message.Persistent) {
 		// The common non-persistent case: one ref, nothing to store.
 		d.q.add(b.queueRef(d.q, m))
@@ -496,7 +512,7 @@ func (b *Broker) send(ctx context.Context, conn *Connection, dest message.Destin
 	if ops := b.storeOpsForAdd(refs, nil); len(ops) > 0 {
 		if err := b.store.Update(ctx, ops); err != nil {
 			b.undoAdd(refs)
-			return fmt.Errorf("store message for %s: %w", dest, err)
+			return fmt.Errorf("store message for %s: %w", d.dest, err)
 		}
 	}
 	b.enqueue(refs)
