@@ -807,7 +807,11 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	return nil
 }
 
-// Purge removes every message waiting on a queue (not those in flight).
+// Purge removes every message waiting on a queue, ready or scheduled
+// (whether kept in memory or paged out to the store), and returns how many
+// it removed; messages in flight stay. The messages leave the queue's
+// count and size, and so its quota, at once, and the store in the same
+// update. When the store refuses the update nothing is purged.
 func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, error) {
 	b.mu.RLock()
 	d := b.dests[dest]
@@ -815,11 +819,16 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 	if d == nil || d.q == nil {
 		return 0, errorf(CodeInvalidDestination, "queue %s does not exist", dest)
 	}
-	refs := d.q.drainAll(false)
-	if ops := b.storeOpsForRemove(refs, nil); len(ops) > 0 {
+	q := d.q
+	refs, paged, n := q.purge()
+	recs := recsOf(refs)
+	ops := b.storeOpsForRemove(refs, nil)
+	ops = q.pagedRemoveOps(paged, ops)
+	if len(ops) > 0 && b.store != nil {
 		if err := b.store.Update(ctx, ops); err != nil {
+			q.unpurge(refs, recs, paged)
 			return 0, fmt.Errorf("purge %s: %w", dest, err)
 		}
 	}
-	return len(refs), nil
+	return n, nil
 }

@@ -494,7 +494,115 @@ func (q *queue) reserve(size int64, pol Policy) error {
 	return nil
 }
 
-// drain removes every ref (purge or deletion) and returns them.
+// purge removes every message waiting on q: ready, scheduled in memory and
+// paged out to the store (messages in flight, or held while their
+// redelivery is recorded, stay), taking them out of q's accounting and out
+// of the scheduler and the pager. It returns them for the caller to delete
+// from the store, or to give back with unpurge when that fails, and n, how
+// many of them q held (a scheduled ref of an older generation, left over
+// from a deletion, is returned without counting).
+func (q *queue) purge() (refs []*ref, paged []pagedRef, n int) {
+	b := q.b
+	var cands []*ref
+	b.sched.mu.Lock()
+	b.sched.heap.filter(func(e schedEntry) bool {
+		if e.r.q != q {
+			return true
+		}
+		cands = append(cands, e.r)
+		return false
+	})
+	b.sched.mu.Unlock()
+	b.pager.mu.Lock()
+	b.pager.heap.filter(func(e pagedRef) bool {
+		if e.q != q {
+			return true
+		}
+		paged = append(paged, e)
+		return false
+	})
+	b.pager.mu.Unlock()
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for p := range q.ready {
+		l := &q.ready[p]
+		for i := 0; i < l.len(); i++ {
+			r := l.at(i)
+			r.state = refGone
+			q.count--
+			q.bytes -= int64(r.size)
+			refs = append(refs, r)
+		}
+		clear(l.items)
+		l.items, l.head = l.items[:0], 0
+	}
+	n = len(refs)
+	q.nready = 0
+	// A ref the scheduler held may have left already (an administrator
+	// moved or deleted it) or be there twice (given back after a failed
+	// move); only those still scheduled go.
+	seen := make(map[*ref]struct{}, len(cands))
+	for _, r := range cands {
+		if r.state != refScheduled {
+			continue
+		}
+		if _, dup := seen[r]; dup {
+			continue
+		}
+		seen[r] = struct{}{}
+		r.state = refGone
+		refs = append(refs, r)
+		if r.gen != q.gen {
+			continue
+		}
+		n++
+		q.scheduled--
+		q.count--
+		q.bytes -= int64(r.size)
+	}
+	for _, e := range paged {
+		if e.gen != q.gen {
+			continue
+		}
+		n++
+		q.scheduled--
+		q.count--
+		q.bytes -= int64(e.size)
+	}
+	q.quotaCond.Broadcast()
+	return refs, paged, n
+}
+
+// pagedRemoveOps appends the writes that delete paged entries of q, and
+// their messages when nothing else holds them.
+func (q *queue) pagedRemoveOps(paged []pagedRef, ops []store.Op) []store.Op {
+	for _, e := range paged {
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: q.bucket, Key: seqKey(e.seq)})
+		if e.rec == nil || e.rec.refs.Add(-1) == 0 {
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(e.seq)})
+		}
+	}
+	return ops
+}
+
+// unpurge gives back what purge took when its store write failed: refs
+// (whose store identities were recs before storeOpsForRemove dropped them)
+// ready or scheduled again, paged entries to the pager.
+func (q *queue) unpurge(refs []*ref, recs []*stored, paged []pagedRef) {
+	q.b.restore(q, refs, recs)
+	for _, e := range paged {
+		if e.rec != nil {
+			e.rec.refs.Add(1)
+		}
+	}
+	if len(paged) > 0 {
+		q.addPaged(paged)
+	}
+}
+
+// drainAll removes every ready ref of a queue being deleted and returns
+// them; its scheduled refs are dropped when they wake.
 func (q *queue) drainAll(markDeleted bool) []*ref {
 	q.mu.Lock()
 	var out []*ref

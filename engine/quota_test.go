@@ -1,0 +1,237 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+)
+
+// Quotas and the accounting behind them: a destination's reported
+// Messages and Bytes (DestinationInfo) are what its quota is checked
+// against, so they must come back to zero however its messages leave.
+
+// sizeProbe has a name as long as queueA's, so that a message stamped for
+// it has the size of one stamped for queueA.
+var sizeProbe = message.Destination{Kind: message.Queue, Name: "z"}
+
+// quotaInfo returns d's DestinationInfo.
+func quotaInfo(t *testing.T, b *engine.Broker, d message.Destination) engine.DestinationInfo {
+	t.Helper()
+	in, err := b.DestinationInfo(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// wantHolds waits until d reports holding n messages of n*size bytes at
+// most (sizes differ by a byte or two with the message IDs) and at least
+// n*(size-4), nothing in flight or scheduled, and fails the test when it
+// does not within eventually's bound.
+func wantHolds(t *testing.T, b *engine.Broker, d message.Destination, n int64, size int64) {
+	t.Helper()
+	var in engine.DestinationInfo
+	ok := func() bool {
+		in = quotaInfo(t, b, d)
+		return in.Messages == n && in.Bytes <= n*(size+4) && in.Bytes >= n*(size-4) &&
+			in.InFlight == 0 && in.Scheduled == 0 && int64(in.Ready) == n
+	}
+	for i := 0; i < 400 && !ok(); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !ok() {
+		t.Fatalf("%s reports %d messages, %d bytes (ready %d, in flight %d, scheduled %d); want %d messages of about %d bytes, all ready",
+			d, in.Messages, in.Bytes, in.Ready, in.InFlight, in.Scheduled, n, n*size)
+	}
+}
+
+// stampedSize returns the size of a message as the broker stamps it.
+func stampedSize(t *testing.T, s *engine.Session, o engine.SendOptions) int64 {
+	t.Helper()
+	return int64(send(t, s, sizeProbe, "x", o).Size())
+}
+
+// TestQuotaAccountingEveryExit fills a queue's quota (3 messages, 3.5
+// messages' bytes) with messages that then leave it in one of the ways a
+// message can leave a queue; afterwards the queue must report 0 messages
+// and 0 bytes, before and after a restart, and admit three new sends and
+// refuse a fourth.
+func TestQuotaAccountingEveryExit(t *testing.T) {
+	type exitFunc func(t *testing.T, h *harness, c *engine.Connection)
+	ctx := context.Background()
+	receiveAll := func(mode engine.AckMode, after func(t *testing.T, s *engine.Session, ds []message.Delivery)) exitFunc {
+		return func(t *testing.T, h *harness, c *engine.Connection) {
+			s := h.session(c, mode)
+			cons := consumer(t, s, queueA, engine.ConsumerOptions{})
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var ds []message.Delivery
+			for range 3 {
+				ds = append(ds, recv(t, cons))
+			}
+			if after != nil {
+				after(t, s, ds)
+			}
+			_ = cons.Close()
+		}
+	}
+	purge := func(want int) exitFunc {
+		return func(t *testing.T, h *harness, _ *engine.Connection) {
+			n, err := h.b.Purge(ctx, queueA)
+			if err != nil || n != want {
+				t.Fatalf("purge: %d, %v; want %d", n, err, want)
+			}
+		}
+	}
+	scheduled := engine.SendOptions{Set: engine.SetTimeToDeliver, TimeToDeliver: time.Hour}
+	soon := engine.SendOptions{Set: engine.SetTimeToDeliver, TimeToDeliver: 100 * time.Millisecond}
+	cases := []struct {
+		name       string
+		persistent bool
+		paging     bool // persistent messages due more than 300 ms ahead are paged out
+		opts       engine.SendOptions
+		exit       exitFunc
+	}{
+		{name: "consume", exit: receiveAll(engine.AutoAcknowledge, nil)},
+		{name: "consume-persistent", persistent: true, exit: receiveAll(engine.AutoAcknowledge, nil)},
+		{name: "consume-scheduled", opts: soon, exit: receiveAll(engine.AutoAcknowledge, nil)},
+		{name: "consume-paged", persistent: true, paging: true,
+			opts: engine.SendOptions{Set: engine.SetTimeToDeliver, TimeToDeliver: 800 * time.Millisecond},
+			exit: receiveAll(engine.AutoAcknowledge, nil)},
+		{name: "consume-transacted", persistent: true, exit: receiveAll(engine.Transacted, func(t *testing.T, s *engine.Session, _ []message.Delivery) {
+			if err := s.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})},
+		{name: "expire", opts: engine.SendOptions{Set: engine.SetTimeToLive, TimeToLive: 30 * time.Millisecond},
+			exit: func(*testing.T, *harness, *engine.Connection) {}},
+		{name: "expire-persistent", persistent: true, opts: engine.SendOptions{Set: engine.SetTimeToLive, TimeToLive: 30 * time.Millisecond},
+			exit: func(*testing.T, *harness, *engine.Connection) {}},
+		{name: "purge-ready", exit: purge(3)},
+		{name: "purge-ready-persistent", persistent: true, exit: purge(3)},
+		{name: "purge-scheduled", opts: scheduled, exit: purge(3)},
+		{name: "purge-scheduled-persistent", persistent: true, opts: scheduled, exit: purge(3)},
+		{name: "purge-paged", persistent: true, paging: true, opts: scheduled, exit: purge(3)},
+		{name: "delete-messages", persistent: true, paging: true, opts: scheduled, exit: func(t *testing.T, h *harness, _ *engine.Connection) {
+			if n, err := h.b.DeleteMessages(ctx, engine.QueueTarget(queueA.Name), engine.Filter{}); err != nil || n != 3 {
+				t.Fatalf("delete: %d, %v", n, err)
+			}
+		}},
+		{name: "move", persistent: true, exit: func(t *testing.T, h *harness, _ *engine.Connection) {
+			h.create(queueB)
+			if n, err := h.b.MoveMessages(ctx, engine.QueueTarget(queueA.Name), engine.Filter{}, queueB); err != nil || n != 3 {
+				t.Fatalf("move: %d, %v", n, err)
+			}
+		}},
+		{name: "redelivery-limit", persistent: true, exit: receiveAll(engine.ClientAcknowledge, func(t *testing.T, s *engine.Session, _ []message.Delivery) {
+			if err := s.Recover(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})},
+		{name: "redelivery-limit-memory", exit: receiveAll(engine.ClientAcknowledge, func(t *testing.T, s *engine.Session, _ []message.Delivery) {
+			if err := s.Recover(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})},
+		{name: "rejected", persistent: true, exit: receiveAll(engine.ClientAcknowledge, func(t *testing.T, s *engine.Session, ds []message.Delivery) {
+			for _, d := range ds {
+				if err := s.Settle(ctx, d.Tag, engine.Rejected); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pols := newPolicies().set(queueA, func(p *engine.Policy) {
+				p.RedeliveryLimit = 0
+				p.ErrorDestination = errQueue
+			})
+			cfg := engine.Config{Policy: pols.get, ExpiryScanInterval: 10 * time.Millisecond, PageScheduledAfter: -1}
+			if tc.paging {
+				cfg.PageScheduledAfter, cfg.PageLookahead = 300*time.Millisecond, 100*time.Millisecond
+			}
+			var h *harness
+			if tc.persistent {
+				h = newPersistent(t, "", cfg)
+			} else {
+				h = newBroker(t, cfg)
+			}
+			c := h.conn(engine.ConnectionOptions{})
+			s := h.session(c, engine.AutoAcknowledge)
+			size := stampedSize(t, s, tc.opts)
+			plain := stampedSize(t, s, engine.SendOptions{})
+			pols.set(queueA, func(p *engine.Policy) {
+				p.MaxMessages = 3
+				p.MaxBytes = 3*size + size/2
+			})
+			for i := range 3 {
+				send(t, s, queueA, "x", tc.opts)
+				if in := quotaInfo(t, h.b, queueA); in.Messages != int64(i+1) {
+					t.Fatalf("after %d sends the queue reports %d messages", i+1, in.Messages)
+				}
+			}
+			p, _ := s.CreateProducer(queueA)
+			wantCode(t, "fourth send", p.Send(ctx, text("x"), tc.opts), engine.ErrResourceAllocation)
+
+			tc.exit(t, h, c)
+			wantHolds(t, h.b, queueA, 0, size)
+			if tc.persistent {
+				_ = c.Close()
+				h.restart()
+				wantHolds(t, h.b, queueA, 0, size)
+				c = h.conn(engine.ConnectionOptions{})
+				s = h.session(c, engine.AutoAcknowledge)
+				p, _ = s.CreateProducer(queueA)
+			}
+			pols.set(queueA, func(p *engine.Policy) { p.MaxBytes = 3*plain + plain/2 })
+			for i := range 3 {
+				if err := p.Send(ctx, text("x"), engine.SendOptions{}); err != nil {
+					t.Fatalf("send %d after the messages left: %v", i, err)
+				}
+			}
+			wantHolds(t, h.b, queueA, 3, plain)
+			wantCode(t, "fourth send after the messages left", p.Send(ctx, text("x"), engine.SendOptions{}), engine.ErrResourceAllocation)
+		})
+	}
+}
+
+// TestPurgeFreesQuotaOfScheduledMessages: a queue whose byte quota is
+// taken by messages scheduled far ahead, in memory or paged out to the
+// store, admits sends again once it is purged.
+func TestPurgeFreesQuotaOfScheduledMessages(t *testing.T) {
+	for _, paging := range []bool{false, true} {
+		t.Run(fmt.Sprint("paging=", paging), func(t *testing.T) {
+			pols := newPolicies()
+			cfg := engine.Config{Policy: pols.get, PageScheduledAfter: -1}
+			if paging {
+				cfg.PageScheduledAfter, cfg.PageLookahead = 300*time.Millisecond, 100*time.Millisecond
+			}
+			h := newPersistent(t, "", cfg)
+			s := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge)
+			later := engine.SendOptions{Set: engine.SetTimeToDeliver, TimeToDeliver: 24 * time.Hour}
+			size := stampedSize(t, s, later)
+			pols.set(queueA, func(p *engine.Policy) { p.MaxBytes = 10*size + size/2 })
+			p, _ := s.CreateProducer(queueA)
+			for i := range 10 {
+				if err := p.Send(context.Background(), text("x"), later); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+			}
+			wantCode(t, "send to the full queue", p.Send(context.Background(), text("x"), engine.SendOptions{}), engine.ErrResourceAllocation)
+			if n, err := h.b.Purge(context.Background(), queueA); err != nil || n != 10 {
+				t.Fatalf("purge: %d, %v", n, err)
+			}
+			for i := range 10 {
+				if err := p.Send(context.Background(), text("x"), engine.SendOptions{}); err != nil {
+					t.Fatalf("send %d after the purge: %v", i, err)
+				}
+			}
+		})
+	}
+}
