@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -38,38 +36,29 @@ type earlyWrite struct {
 // consume-before-store. ok is false when it does not apply; the caller then
 // stores and enqueues as usual.
 func (b *Broker) sendEarly(ctx context.Context, r *ref) (ok bool, err error) {
-	sub, can := b.store.(store.Submitter)
-	if !can || !b.cfg.ConsumeBeforeStore || r.rec == nil || r.deliverAt != 0 || !r.q.hasEligibleConsumer() {
+	if !b.cfg.ConsumeBeforeStore || r.rec == nil || r.deliverAt != 0 || !r.q.hasEligibleConsumer() {
 		return false, nil
 	}
-	rec := r.rec
-	ew := &earlyWrite{consumed: make(chan struct{})}
-	ew.pending = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), earlyLinger)
-	rec.early = ew
-	r.q.add(r)
-	for {
-		ew.mu.Lock()
-		p := ew.pending
-		ew.mu.Unlock()
-		select {
-		case <-ew.consumed:
-			return true, nil
-		case <-ctx.Done():
-			// The message is on its queue already; only the confirmation is
-			// abandoned.
-			return true, ctx.Err()
-		case <-p.Done():
-		}
-		switch err := p.Err(); {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, store.ErrWithdrawn):
-			// Taken back for a settlement (consumed is closed) or replaced by
-			// a write with a delivery mark: look again.
-		default:
-			return true, fmt.Errorf("store message for %s: %w", r.q.dest, err)
-		}
+	c := b.submitEarly(r, earlyLinger)
+	if c == nil {
+		return false, nil
 	}
+	return true, c.Wait(ctx)
+}
+
+// submitEarly submits r's first write, withdrawable for linger, and puts r
+// on its queue at once. It returns nil when the store cannot take writes
+// back.
+func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
+	sub, can := b.store.(store.Submitter)
+	if !can {
+		return nil
+	}
+	ew := &earlyWrite{consumed: make(chan struct{})}
+	ew.pending = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), linger)
+	r.rec.early = ew
+	r.q.add(r)
+	return &Confirmation{ew: ew, dest: r.q.dest}
 }
 
 // hasEligibleConsumer reports whether a consumer could take a message now.

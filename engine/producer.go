@@ -81,14 +81,8 @@ func (p *Producer) Send(ctx context.Context, m *message.Message, o SendOptions) 
 // SendTo sends m to dest (for anonymous producers; a producer with a
 // destination may not name another).
 func (p *Producer) SendTo(ctx context.Context, dest message.Destination, m *message.Message, o SendOptions) error {
-	if err := p.sess.checkOpen(); err != nil {
+	if err := p.checkSend(dest); err != nil {
 		return err
-	}
-	if !p.dest.IsZero() && dest != p.dest {
-		return errorf(CodeJMS, "producer is bound to %s; cannot send to %s", p.dest, dest)
-	}
-	if dest.IsZero() {
-		return errorf(CodeInvalidDestination, "no destination given")
 	}
 	if p.sess.mode == Transacted {
 		return p.SendIn(ctx, p.sess.txn, dest, m, o)
@@ -113,4 +107,35 @@ func (p *Producer) SendIn(ctx context.Context, tx *Txn, dest message.Destination
 		return err
 	}
 	return tx.addSend(d, m)
+}
+
+// SendToAsync is SendTo without waiting for a persistent message to be
+// stored, for front-ends that pipeline sends (AMQP transfers, STOMP frames
+// with receipts): the message is enqueued before SendToAsync returns, so a
+// producer's messages keep their order, and the Confirmation tells when the
+// broker vouches for it (durable or consumed). Errors known at once
+// (destination, format, quota) are returned here. In a transacted session
+// it is SendTo, confirmed at once.
+func (p *Producer) SendToAsync(ctx context.Context, dest message.Destination, m *message.Message, o SendOptions) (*Confirmation, error) {
+	if err := p.checkSend(dest); err != nil {
+		return nil, err
+	}
+	if p.sess.mode == Transacted {
+		return nil, p.SendIn(ctx, p.sess.txn, dest, m, o)
+	}
+	return p.sess.conn.b.sendAsync(ctx, p.sess.conn, dest, m, p.Defaults, o)
+}
+
+// checkSend checks that the producer may send to dest.
+func (p *Producer) checkSend(dest message.Destination) error {
+	if err := p.sess.checkOpen(); err != nil {
+		return err
+	}
+	if !p.dest.IsZero() && dest != p.dest {
+		return errorf(CodeJMS, "producer is bound to %s; cannot send to %s", p.dest, dest)
+	}
+	if dest.IsZero() {
+		return errorf(CodeInvalidDestination, "no destination given")
+	}
+	return nil
 }
