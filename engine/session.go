@@ -156,7 +156,13 @@ func (s *Session) takePending(tag uint64, cumulative bool) ([]delivery, error) {
 			s.pending = append(s.pending[:0], s.pending[i+1:]...)
 			return out, nil
 		}
-		s.pending = append(s.pending[:i], s.pending[i+1:]...)
+		if i == 0 {
+			// The usual case, acknowledgements in delivery order: no copy.
+			s.pending[0] = delivery{}
+			s.pending = s.pending[1:]
+		} else {
+			s.pending = append(s.pending[:i], s.pending[i+1:]...)
+		}
 		return []delivery{d}, nil
 	}
 	return nil, errorf(CodeIllegalState, "no unacknowledged delivery %d in this session", tag)
