@@ -76,6 +76,9 @@ type Stats struct {
 	Ops     uint64 // ops confirmed
 	Bytes   uint64 // log bytes written
 	Applied uint64 // ops applied to the inner store
+	// Compacted counts journaled ops never applied: a later op of the same
+	// application (a delete after a put of the same key) made them moot.
+	Compacted uint64
 }
 
 // Store is a store.Store with a write-ahead log in front of an inner store.
@@ -109,6 +112,9 @@ type Store struct {
 	applyNow  chan struct{} // ends the applier's pause (drain, Close, back-pressure)
 	stopped   chan struct{}
 	applied   chan struct{}
+
+	// Owned by the applier: the inner store's buckets, for compact.
+	buckets map[string]bool
 
 	// Owned by the committer.
 	seg     *os.File
@@ -248,6 +254,10 @@ func Open(ctx context.Context, dir string, inner store.Store, opts Options) (*St
 	}
 	if err := s.openSegment(last + 1); err != nil {
 		return nil, err
+	}
+	s.buckets = map[string]bool{}
+	if err := inner.Buckets(func(name string) error { s.buckets[name] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("open journal %s: list buckets: %w", dir, err)
 	}
 	go s.commitLoop()
 	go s.applyLoop()
@@ -716,6 +726,8 @@ func (s *Store) applyLoop() {
 			ops = append(ops, dec...)
 			size += int64(len(rec.data))
 		}
+		nJournaled := len(ops)
+		ops = compact(ops, func(b string) bool { return s.buckets[b] })
 		for attempt := 0; ; attempt++ {
 			err := s.inner.Update(context.Background(), ops)
 			if err == nil {
@@ -729,12 +741,21 @@ func (s *Store) applyLoop() {
 			time.Sleep(min(time.Duration(attempt+1)*50*time.Millisecond, 2*time.Second))
 		}
 
+		for _, op := range ops {
+			switch op.Kind {
+			case store.Put:
+				s.buckets[op.Bucket] = true
+			case store.DeleteBucket:
+				delete(s.buckets, op.Bucket)
+			}
+		}
 		lastApply = time.Now()
 		s.mu.Lock()
 		s.applyQ = s.applyQ[n:]
 		s.appliedRecs += uint64(n)
 		s.pending -= size
 		s.stats.Applied += uint64(len(ops))
+		s.stats.Compacted += uint64(nJournaled - len(ops))
 		oldest := s.active
 		if len(s.applyQ) > 0 {
 			oldest = s.applyQ[0].seg
