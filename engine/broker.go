@@ -484,7 +484,7 @@ func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *mess
 	}
 	if d.q != nil {
 		if pol := b.policyFor(d.dest); pol.MaxMessages > 0 || pol.MaxBytes > 0 {
-			if err := d.q.reserve(int64(m.Size()), pol); err != nil {
+			if err := d.q.reserve(m, pol); err != nil {
 				return nil, err
 			}
 		}
@@ -553,10 +553,12 @@ func (b *Broker) enqueue(refs []*ref) {
 	byQueue(refs, func(q *queue, rs []*ref) { q.add(rs...) })
 }
 
-// undoAdd forgets refs that were routed but could not be stored.
+// undoAdd forgets refs that were routed but could not be stored, and
+// gives back the room their send reserved under the quota.
 func (b *Broker) undoAdd(refs []*ref) {
 	for _, r := range refs {
 		r.state = refGone
+		r.q.unreserve(r.msg)
 	}
 }
 

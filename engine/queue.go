@@ -28,10 +28,18 @@ type queue struct {
 	inflight  int
 	scheduled int
 	count     int64  // refs held in any state but gone
-	gen       uint32 // bumped by a purge: scheduled refs of older generations are dropped when they wake
+	gen       uint32 // bumped by a deletion: scheduled refs of older generations are dropped when they wake
 	bytes     int64
 	deleted   bool
 	stats     queueStats
+
+	// Room reserved under the quota by sends in progress, by message
+	// (reserve): a send takes its room when it checks the quota, so that
+	// concurrent sends cannot all see the same room; adding its ref turns
+	// the reservation into a held message, a failed send gives it back.
+	reserved map[*message.Message]int64
+	resN     int64
+	resBytes int64
 }
 
 // queueStats are a destination's counters, reported by the admin API.
@@ -59,11 +67,17 @@ func (q *queue) add(refs ...*ref) {
 	var due []*ref
 	q.mu.Lock()
 	if q.deleted {
+		for _, r := range refs {
+			q.unreserveLocked(r.msg)
+		}
 		q.mu.Unlock()
 		q.b.dropRefs(refs)
 		return
 	}
 	for _, r := range refs {
+		if len(q.reserved) > 0 {
+			q.unreserveLocked(r.msg)
+		}
 		q.count++
 		q.bytes += int64(r.size)
 		q.stats.Enqueued++
@@ -457,41 +471,76 @@ func (q *queue) snapshot(accept func(*ref) bool) []*ref {
 	return out
 }
 
-// reserve waits until the queue has room for a message of size bytes under
-// the policy's quota, or fails with a resource-allocation error.
-func (q *queue) reserve(size int64, pol Policy) error {
+// reserve waits until the queue has room for m under the policy's quota
+// and reserves it, or fails with a resource-allocation error. The check
+// and the reservation are one step under q.mu, and count the room other
+// sends have reserved, so concurrent senders never take more than the
+// quota. The reservation ends when m's ref is added (it becomes a held
+// message) or when the send fails and calls unreserve.
+func (q *queue) reserve(m *message.Message, pol Policy) error {
 	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
 		return nil
 	}
+	size := int64(m.Size())
 	full := func() bool {
-		return (pol.MaxMessages > 0 && q.count+1 > pol.MaxMessages) ||
-			(pol.MaxBytes > 0 && q.bytes+size > pol.MaxBytes)
+		return (pol.MaxMessages > 0 && q.count+q.resN+1 > pol.MaxMessages) ||
+			(pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !full() {
-		return nil
-	}
-	if pol.BlockingSendTimeout <= 0 {
-		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
-	}
-	deadline := time.Now().Add(pol.BlockingSendTimeout)
-	t := time.AfterFunc(pol.BlockingSendTimeout, func() {
-		q.mu.Lock()
-		q.quotaCond.Broadcast()
-		q.mu.Unlock()
-	})
-	defer t.Stop()
-	for full() && !q.deleted && time.Now().Before(deadline) {
-		q.quotaCond.Wait()
-	}
-	if q.deleted {
-		return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
-	}
 	if full() {
-		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
+		if pol.BlockingSendTimeout <= 0 {
+			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
+		}
+		deadline := time.Now().Add(pol.BlockingSendTimeout)
+		t := time.AfterFunc(pol.BlockingSendTimeout, func() {
+			q.mu.Lock()
+			q.quotaCond.Broadcast()
+			q.mu.Unlock()
+		})
+		defer t.Stop()
+		for full() && !q.deleted && time.Now().Before(deadline) {
+			q.quotaCond.Wait()
+		}
+		if q.deleted {
+			return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
+		}
+		if full() {
+			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
+		}
+	}
+	if q.reserved == nil {
+		q.reserved = map[*message.Message]int64{}
+	}
+	if _, dup := q.reserved[m]; !dup {
+		q.reserved[m] = size
+		q.resN++
+		q.resBytes += size
 	}
 	return nil
+}
+
+// unreserve gives back the room a send reserved for m, if it still holds
+// it: the send failed before m reached the queue.
+func (q *queue) unreserve(m *message.Message) {
+	q.mu.Lock()
+	if q.unreserveLocked(m) {
+		q.quotaCond.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+// unreserveLocked ends m's reservation, if any, and reports whether there
+// was one.
+func (q *queue) unreserveLocked(m *message.Message) bool {
+	size, ok := q.reserved[m]
+	if !ok {
+		return false
+	}
+	delete(q.reserved, m)
+	q.resN--
+	q.resBytes -= size
+	return true
 }
 
 // purge removes every message waiting on q: ready, scheduled in memory and

@@ -2,12 +2,16 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
 )
 
 // Quotas and the accounting behind them: a destination's reported
@@ -233,5 +237,178 @@ func TestPurgeFreesQuotaOfScheduledMessages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// quotaFaultStore is a store whose updates fail while refuse says so. It
+// offers only store.Store, so the engine writes everything through Update.
+type quotaFaultStore struct {
+	store.Store
+	mu      sync.Mutex
+	refuse  func(ops []store.Op) bool
+	refused int
+}
+
+var errQuotaStoreDown = errors.New("store refuses writes (test)")
+
+// Update fails with errQuotaStoreDown when refuse selects ops.
+func (s *quotaFaultStore) Update(ctx context.Context, ops []store.Op) error {
+	s.mu.Lock()
+	refuse := s.refuse != nil && s.refuse(ops)
+	if refuse {
+		s.refused++
+	}
+	s.mu.Unlock()
+	if refuse {
+		return errQuotaStoreDown
+	}
+	return s.Store.Update(ctx, ops)
+}
+
+// setRefuse makes the store refuse the updates f selects (nil: none).
+func (s *quotaFaultStore) setRefuse(f func(ops []store.Op) bool) {
+	s.mu.Lock()
+	s.refuse = f
+	s.mu.Unlock()
+}
+
+// refusedUpdates returns how many updates the store refused.
+func (s *quotaFaultStore) refusedUpdates() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// newFaulty opens a broker (AutoCreate) on a quotaFaultStore over the
+// journaled bbolt store in dir (a new one if ""); the harness's st is
+// left nil, so restart the broker with newFaulty on h.dir.
+func newFaulty(t *testing.T, dir string, cfg engine.Config) (*harness, *quotaFaultStore) {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	js, _ := openDurable(t, dir)
+	fs := &quotaFaultStore{Store: js}
+	cfg.Store = fs
+	cfg.AutoCreate = true
+	b, err := engine.New(context.Background(), cfg)
+	if err != nil {
+		_ = js.Close()
+		t.Fatal(err)
+	}
+	h := &harness{t: t, b: b, dir: dir, cfg: cfg}
+	t.Cleanup(func() { h.close(); _ = js.Close() })
+	return h, fs
+}
+
+// fixedID gives m an ID of a fixed width, so that every message of a test
+// has the same size.
+func fixedID(m *message.Message, n int) *message.Message {
+	m.ID = fmt.Sprintf("ID:quota-%06d", n)
+	return m
+}
+
+// TestQuotaConcurrentSendersNeverOvershoot: 16 producers race 50 sends
+// each at a queue with room for 100 messages (by count, or by bytes):
+// exactly 100 are accepted, every other send fails with a
+// resource-allocation error, and the queue reports 100 messages.
+func TestQuotaConcurrentSendersNeverOvershoot(t *testing.T) {
+	const senders, each, quota = 16, 50, 100
+	cases := []struct {
+		name       string
+		persistent bool
+		bytes      bool
+	}{
+		{"messages/memory", false, false},
+		{"messages/persistent", true, false},
+		{"bytes/memory", false, true},
+		{"bytes/persistent", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pols := newPolicies()
+			var h *harness
+			if tc.persistent {
+				h = newPersistent(t, "", engine.Config{Policy: pols.get})
+			} else {
+				h = newBroker(t, engine.Config{Policy: pols.get})
+			}
+			c := h.conn(engine.ConnectionOptions{})
+			probe := h.session(c, engine.AutoAcknowledge)
+			size := int64(sendMsg(t, probe, sizeProbe, fixedID(text("x"), 999999), engine.SendOptions{}).Size())
+			pols.set(queueA, func(p *engine.Policy) {
+				if tc.bytes {
+					p.MaxBytes = quota*size + size/2
+				} else {
+					p.MaxMessages = quota
+				}
+			})
+			producers := make([]*engine.Producer, senders)
+			for g := range producers {
+				p, err := h.session(c, engine.AutoAcknowledge).CreateProducer(queueA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				producers[g] = p
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var accepted, refused atomic.Int64
+			other := make(chan error, senders*each)
+			var wg sync.WaitGroup
+			for g, p := range producers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each && ctx.Err() == nil; i++ {
+						switch err := p.Send(ctx, fixedID(text("x"), g*each+i), engine.SendOptions{}); {
+						case err == nil:
+							accepted.Add(1)
+						case errors.Is(err, engine.ErrResourceAllocation):
+							refused.Add(1)
+						default:
+							other <- err
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if ctx.Err() != nil {
+				t.Fatal("the sends did not finish within a minute")
+			}
+			close(other)
+			for err := range other {
+				t.Errorf("send failed other than for quota: %v", err)
+			}
+			if a, r := accepted.Load(), refused.Load(); a != quota || r != senders*each-quota {
+				t.Fatalf("%d sends accepted and %d refused; want %d and %d", a, r, quota, senders*each-quota)
+			}
+			wantHolds(t, h.b, queueA, quota, size)
+		})
+	}
+}
+
+// TestQuotaRoomOfFailedSendComesBack: a send whose store write fails
+// takes no room: the queue still admits as many messages as its quota.
+func TestQuotaRoomOfFailedSendComesBack(t *testing.T) {
+	pols := newPolicies().set(queueA, func(p *engine.Policy) { p.MaxMessages = 2 })
+	h, fs := newFaulty(t, "", engine.Config{Policy: pols.get})
+	s := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge)
+	p, _ := s.CreateProducer(queueA)
+	ctx := context.Background()
+	if err := p.Send(ctx, text("1"), engine.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs.setRefuse(func([]store.Op) bool { return true })
+	if err := p.Send(ctx, text("lost"), engine.SendOptions{}); !errors.Is(err, errQuotaStoreDown) {
+		t.Fatalf("send while the store fails: %v", err)
+	}
+	fs.setRefuse(nil)
+	if err := p.Send(ctx, text("2"), engine.SendOptions{}); err != nil {
+		t.Fatalf("second message within the quota of 2: %v", err)
+	}
+	wantCode(t, "third message", p.Send(ctx, text("3"), engine.SendOptions{}), engine.ErrResourceAllocation)
+	if in := quotaInfo(t, h.b, queueA); in.Messages != 2 {
+		t.Fatalf("the queue reports %d messages, want 2", in.Messages)
 	}
 }
