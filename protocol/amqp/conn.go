@@ -46,6 +46,8 @@ type conn struct {
 	closeOnce   sync.Once
 	releaseOnce sync.Once
 	failing     atomic.Bool
+	confirmOnce sync.Once
+	confirms    chan pendingConfirm // see confirm.go
 
 	// Set at open, then read-only.
 	containerID    string

@@ -52,6 +52,9 @@ type link struct {
 	durable    bool
 
 	closed atomic.Bool
+	// confirmMu orders the confirmer's dispositions before the link's
+	// close (see settleIncoming).
+	confirmMu sync.Mutex
 	// serverDetached: the engine closed the consumer (its destination was
 	// deleted) and the server sent a detach; the client's detach answers it.
 	serverDetached atomic.Bool
@@ -835,13 +838,23 @@ func (l *link) received(id uint32, data []byte, settled bool, state types.Delive
 		}
 	}
 	ctx := context.Background()
+	var conf *engine.Confirmation
 	if tx != nil {
 		err = c.prod.SendIn(ctx, tx, dest, in.msg, in.opts)
 	} else {
-		err = c.prod.SendTo(ctx, dest, in.msg, in.opts)
+		conf, err = c.prod.SendToAsync(ctx, dest, in.msg, in.opts)
 	}
 	if err != nil {
 		c.log.Debug("amqp message refused", "link", l.name, "err", err)
+		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
+		return
+	}
+	if !conf.Ready() {
+		// Stored in the background: the confirmer settles it (confirm.go).
+		c.confirmLater(pendingConfirm{l: l, id: id, settled: settled, conf: conf})
+		return
+	}
+	if err := conf.Wait(ctx); err != nil {
 		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
 		return
 	}
@@ -867,6 +880,10 @@ func (l *link) close(ctx context.Context, closed bool) error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	// A disposition the confirmer is sending goes out before what follows
+	// the close (a detach, an end); later ones are not sent.
+	l.confirmMu.Lock()
+	l.confirmMu.Unlock() //nolint:staticcheck // an empty critical section: the barrier
 	l.mu.Lock()
 	l.cond.Broadcast()
 	l.mu.Unlock()

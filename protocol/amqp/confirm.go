@@ -1,0 +1,146 @@
+package amqp
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/protocol/amqp/types"
+)
+
+// Pipelined sends.
+//
+// The reader hands each incoming message to the engine with SendToAsync,
+// which enqueues it at once, and goes on reading: a persistent message's
+// write commits in the background, with those of other transfers. The
+// confirmer goroutine waits for the engine to vouch for each message, in
+// arrival order, and settles the transfers, a run of accepted deliveries
+// of one link in one disposition. So a producer with a credit window keeps
+// a window of persistent messages in flight, as with non-persistent ones,
+// and the broker settles each only once it is stored (or consumed).
+
+// confirmQueue bounds the transfers waiting for their confirmation per
+// connection; the reader waits when it is full.
+const confirmQueue = 4096
+
+// maxConfirmRun bounds the deliveries one disposition settles.
+const maxConfirmRun = 1024
+
+// pendingConfirm is an accepted transfer whose message the engine has yet
+// to vouch for.
+type pendingConfirm struct {
+	l       *link
+	id      uint32
+	settled bool // the client sent it settled: nothing to answer
+	conf    *engine.Confirmation
+}
+
+// confirmLater queues pc for the confirmer, starting it on first use.
+func (c *conn) confirmLater(pc pendingConfirm) {
+	c.confirmOnce.Do(func() {
+		c.confirms = make(chan pendingConfirm, confirmQueue)
+		go c.confirmLoop()
+	})
+	select {
+	case c.confirms <- pc:
+	case <-c.done:
+	}
+}
+
+// confirmLoop waits for each queued confirmation in turn and sends the
+// dispositions. It ends with the connection.
+func (c *conn) confirmLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var run confirmRun
+	for {
+		var pc pendingConfirm
+		select {
+		case pc = <-c.confirms:
+		case <-c.done:
+			return
+		}
+		run.add(c, pc, pc.conf.Wait(ctx))
+		// Take what else is queued; settle what is ready as one run and
+		// wait for the rest in order.
+		for more := true; more; {
+			select {
+			case pc = <-c.confirms:
+				if !pc.conf.Ready() {
+					run.flush(c)
+				}
+				run.add(c, pc, pc.conf.Wait(ctx))
+			default:
+				more = false
+			}
+		}
+		run.flush(c)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// confirmRun is a run of accepted deliveries of one link with consecutive
+// delivery ids, settled by one disposition.
+type confirmRun struct {
+	l           *link
+	first, last uint32
+	n           int
+}
+
+// add settles pc after err: accepted deliveries join the run, a failure is
+// rejected on its own.
+func (r *confirmRun) add(c *conn, pc pendingConfirm, err error) {
+	if err != nil {
+		c.log.Warn("amqp message not confirmed", slog.String("link", pc.l.name), slog.Any("err", err))
+	}
+	if pc.settled {
+		return
+	}
+	if err != nil {
+		r.flush(c)
+		pc.l.settleIncoming(pc.id, pc.id, &types.Rejected{Error: condOf(err).wire()})
+		return
+	}
+	if r.n > 0 && (r.l != pc.l || pc.id != r.last+1 || r.n >= maxConfirmRun) {
+		r.flush(c)
+	}
+	if r.n == 0 {
+		r.l, r.first = pc.l, pc.id
+	}
+	r.last = pc.id
+	r.n++
+}
+
+// flush sends the run's disposition.
+func (r *confirmRun) flush(c *conn) {
+	if r.n == 0 {
+		return
+	}
+	r.l.settleIncoming(r.first, r.last, &types.Accepted{})
+	*r = confirmRun{}
+}
+
+// settleIncoming settles the client's deliveries first..last on this
+// receiving link with state, unless the link has closed meanwhile (its
+// session may be gone: a disposition then would be a protocol error).
+func (l *link) settleIncoming(first, last uint32, st types.DeliveryState) {
+	l.confirmMu.Lock()
+	defer l.confirmMu.Unlock()
+	if l.closed.Load() {
+		return
+	}
+	d := &types.Disposition{Role: types.RoleReceiver, First: types.DeliveryNumber(first), Settled: true, State: st}
+	if last != first {
+		d.Last = types.Some(types.DeliveryNumber(last))
+	}
+	l.s.c.sendFrame(l.s.ch, d)
+}

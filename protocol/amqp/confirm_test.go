@@ -1,0 +1,146 @@
+package amqp_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	amqp "github.com/Azure/go-amqp"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/store/boltstore"
+	"github.com/sluicemq/sluice/engine/store/journal"
+	sluiceamqp "github.com/sluicemq/sluice/protocol/amqp"
+	"github.com/sluicemq/sluice/protocol/amqp/types"
+)
+
+// durableServer is an AMQP server over a broker with the journal and bbolt
+// in dir; stop closes it cleanly so that another can open dir.
+type durableServer struct {
+	addr string
+	stop func()
+}
+
+func startDurable(t *testing.T, dir string) *durableServer {
+	t.Helper()
+	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := journal.Open(context.Background(), filepath.Join(dir, "journal"), bs, journal.Options{Validate: boltstore.Validate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(context.Background(), engine.Config{Store: js, AutoCreate: true, ConsumeBeforeStore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sluiceamqp.NewServer(eng, sluiceamqp.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = eng.Close()
+		_ = js.Close()
+		_ = bs.Close()
+	}
+	t.Cleanup(stop)
+	return &durableServer{addr: ln.Addr().String(), stop: stop}
+}
+
+// A producer keeps a window of unsettled durable transfers in flight: the
+// server settles every one as accepted (once stored, or consumed), and all
+// of them are there, in order, after a restart.
+func TestPipelinedDurableSendsSurviveRestart(t *testing.T) {
+	const n = 2000
+	dir := t.TempDir()
+	ds := startDurable(t, dir)
+	ts := &testServer{addr: ds.addr}
+	c := ts.dial(t, nil)
+	snd := sender(t, session(t, c), "pipelined", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	receipts := make([]amqp.SendReceipt, 0, n)
+	for i := range n {
+		m := text(fmt.Sprintf("m%04d", i))
+		m.Header = &amqp.MessageHeader{Durable: true}
+		r, err := snd.SendWithReceipt(ctx, m, nil)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		receipts = append(receipts, r)
+	}
+	for i, r := range receipts {
+		st, err := r.Wait(ctx)
+		if err != nil {
+			t.Fatalf("settlement of %d: %v", i, err)
+		}
+		if _, ok := st.(*amqp.StateAccepted); !ok {
+			t.Fatalf("settlement of %d: %T %v, want accepted", i, st, st)
+		}
+	}
+	_ = c.Close()
+	ds.stop()
+
+	ds2 := startDurable(t, dir)
+	ts2 := &testServer{addr: ds2.addr}
+	rcv := receiver(t, session(t, ts2.dial(t, nil)), "pipelined", &amqp.ReceiverOptions{Credit: 500})
+	for i := range n {
+		m := recv(t, rcv)
+		if want := fmt.Sprintf("m%04d", i); m.Value != want {
+			t.Fatalf("after restart message %d is %v, want %s", i, m.Value, want)
+		}
+		accept(t, rcv, m)
+	}
+	recvNone(t, rcv, 100*time.Millisecond)
+}
+
+// A client that ends its session while durable transfers wait for their
+// settlement gets no disposition after the server's end: the channel is
+// gone then, and a frame on it would be a protocol error.
+func TestNoDispositionAfterEnd(t *testing.T) {
+	ds := startDurable(t, t.TempDir())
+	for round := range 20 {
+		rc := rawDial(t, ds.addr)
+		rc.open(t, 0)
+		b := types.NewBegin()
+		b.IncomingWindow, b.OutgoingWindow = 1<<20, 1<<20
+		rc.write(t, 0, b, nil)
+		rc.expect(t, "amqp:begin:list", 5*time.Second)
+		tgt := types.NewTarget()
+		tgt.Address = "ended"
+		rc.write(t, 0, &types.Attach{Name: "p", Handle: 0, Role: types.RoleSender, Source: types.NewSource(), Target: tgt,
+			InitialDeliveryCount: types.Some(types.SequenceNo(0))}, nil)
+		rc.expect(t, "amqp:attach:list", 5*time.Second)
+		rc.expect(t, "amqp:flow:list", 5*time.Second)
+		m := &types.Message{Header: &types.Header{Durable: types.Some(true)}, Value: &types.AMQPValue{Value: "x"}}
+		payload, err := m.AppendAMQP(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			rc.write(t, 0, transfer(0, uint32(i), nil), payload)
+		}
+		rc.write(t, 0, types.NewEnd(), nil)
+		rc.expect(t, "amqp:end:list", 5*time.Second)
+		_ = rc.nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if f, err := rc.r.ReadFrame(); err == nil && f.Body != nil {
+			name, _ := f.Body.Descriptor()
+			t.Fatalf("round %d: %s on channel %d after the session ended", round, name, f.Channel)
+		}
+		_ = rc.nc.Close()
+	}
+}
