@@ -22,6 +22,8 @@
 # go-stomp's own CPU cost caps what it can measure on a small machine),
 # AMQP_CLIENTS ("go-amqp lean": the AMQP 1.0 clients, see `sluice bench amqp
 # --help`; go-amqp likewise caps the persistent scenario),
+# AMQP_PERSISTENT_WINDOWS ("1000 1": the confirmation windows of the AMQP
+# persistent runs, each its own row in the summary),
 # PEERS_PRIVATE (0: the shared instances on their usual ports; 1: private
 # copies of the peer scripts and configs under OUT, every port moved up by 100
 # and RabbitMQ node name sluicebench, so that another session starting or
@@ -42,6 +44,7 @@ AMQP_COUNT=${AMQP_COUNT:-30000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 CLIENTS=${CLIENTS:-"go-stomp lean"}
 AMQP_CLIENTS=${AMQP_CLIENTS:-"go-amqp lean"}
+AMQP_PERSISTENT_WINDOWS=${AMQP_PERSISTENT_WINDOWS:-"1000 1"}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
 mkdir -p "$OUT"
@@ -194,24 +197,33 @@ if [ "$AMQP" = 1 ]; then
   # RabbitMQ 3.10's AMQP 1.0 plugin stalls consumers that accept each
   # message (its credit bug), so consumers take pre-settled deliveries
   # (--ack auto) with a credit of 1000, on both brokers; producers send
-  # unsettled, 1000 outstanding (queue) or one at a time, durable
-  # (persistent: each waits for the broker's settlement).
+  # unsettled, 1000 outstanding (queue), or durable with each window of
+  # AMQP_PERSISTENT_WINDOWS (persistent: the broker settles each once
+  # stored; window 1000 is issue 5's "unsettled with a credit window",
+  # window 1 waits for each settlement before the next send).
   declare -A AFLAGS
   AFLAGS[sluice]="--addr ${SLUICE_AMQP:-none} --broker-pid $SLUICE_PID"
   AFLAGS[rabbitmq]="--addr 127.0.0.1:$RMQ_AMQP --user guest --password guest --address-style rabbitmq --broker-pid $RMQ_PID"
   ABROKERS="rabbitmq"
   [ -n "$SLUICE_AMQP" ] && ABROKERS="sluice rabbitmq"
-  for scenario in queue persistent; do
+  for variant in queue $(for w in $AMQP_PERSISTENT_WINDOWS; do echo "persistent:$w"; done); do
+    scenario=${variant%%:*}
     count=$AMQP_COUNT
-    [ "$scenario" = persistent ] && count=$PERSISTENT_COUNT
+    wflags=()
+    if [ "$scenario" = persistent ]; then
+      w=${variant#*:}
+      wflags=(--receipt-window "$w")
+      # Window 1 is latency-bound: fewer messages keep the run short.
+      [ "$w" = 1 ] && count=$PERSISTENT_COUNT
+    fi
     for client in $AMQP_CLIENTS; do
-      echo "== AMQP 1.0 $scenario, $client client: warm-up (not recorded), then $ROUNDS rounds of $count messages"
+      echo "== AMQP 1.0 $variant, $client client: warm-up (not recorded), then $ROUNDS rounds of $count messages"
       # shellcheck disable=SC2086
-      for b in $ABROKERS; do run "$OUT/warmup.json" amqp "$b" "$scenario" $(( (count + 4) / 5 )) ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client"; done
+      for b in $ABROKERS; do run "$OUT/warmup.json" amqp "$b" "$scenario" $(( (count + 4) / 5 )) ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client" "${wflags[@]}"; done
       for r in $(seq 1 "$ROUNDS"); do
         echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
         # shellcheck disable=SC2086
-        for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client"; done
+        for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client" "${wflags[@]}"; done
       done
     done
   done

@@ -42,7 +42,27 @@ type Group struct {
 	Scenario Scenario
 	Protocol string
 	Label    string
-	Runs     []*Report
+	// Window is the confirmations a producer had outstanding, when it
+	// asked for them (persistent); runs with other windows form other
+	// groups.
+	Window int
+	Runs   []*Report
+}
+
+// Name is the scenario, with the confirmation window when there is one
+// other than 1: "persistent w1000".
+func (g *Group) Name() string {
+	if g.Window > 1 {
+		return fmt.Sprintf("%s w%d", g.Scenario, g.Window)
+	}
+	return string(g.Scenario)
+}
+
+func windowOf(r *Report) int {
+	if r.Options.Receipts {
+		return r.Options.ReceiptWindow
+	}
+	return 0
 }
 
 func median(v []float64) float64 {
@@ -91,19 +111,19 @@ func protocolOf(r *Report) string {
 	return p
 }
 
-// GroupReports groups reports by scenario, protocol and label, in the
-// order they first appear.
+// GroupReports groups reports by scenario, confirmation window, protocol
+// and label, in the order they first appear.
 func GroupReports(reps []*Report) []*Group {
 	var out []*Group
 	for _, r := range reps {
 		var g *Group
 		for _, h := range out {
-			if h.Scenario == r.Options.Scenario && h.Label == r.Label && h.Protocol == protocolOf(r) {
+			if h.Scenario == r.Options.Scenario && h.Window == windowOf(r) && h.Label == r.Label && h.Protocol == protocolOf(r) {
 				g = h
 			}
 		}
 		if g == nil {
-			g = &Group{Scenario: r.Options.Scenario, Protocol: protocolOf(r), Label: r.Label}
+			g = &Group{Scenario: r.Options.Scenario, Window: windowOf(r), Protocol: protocolOf(r), Label: r.Label}
 			out = append(out, g)
 		}
 		g.Runs = append(g.Runs, r)
@@ -126,7 +146,7 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 			lo, hi = slices.Min(rates), slices.Max(rates)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t(%.0f–%.0f)\t%.0f\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
-			g.Scenario, g.Protocol, g.Label, len(rates), median(rates), lo, hi,
+			g.Name(), g.Protocol, g.Label, len(rates), median(rates), lo, hi,
 			g.Median(func(r *Report) float64 { return r.DeliveryRate }),
 			g.Median(func(r *Report) float64 { return r.Latency.P50Ms }),
 			g.Median(func(r *Report) float64 { return r.Latency.P99Ms }),
@@ -143,14 +163,14 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	for _, g := range groups {
-		key := string(g.Scenario) + "/" + g.Protocol
+		key := g.Name() + "/" + g.Protocol
 		if seen[key] || g.Label != baseline {
 			continue
 		}
 		seen[key] = true
 		var best *Group
 		for _, h := range groups {
-			if h.Scenario == g.Scenario && h.Protocol == g.Protocol && h.Label != baseline {
+			if h.Scenario == g.Scenario && h.Window == g.Window && h.Protocol == g.Protocol && h.Label != baseline {
 				if best == nil || h.Median(func(r *Report) float64 { return r.MessageRate }) > best.Median(func(r *Report) float64 { return r.MessageRate }) {
 					best = h
 				}
@@ -165,7 +185,7 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 			continue
 		}
 		ratio := mine / theirs
-		line := fmt.Sprintf("%s %s: %s / %s (better peer) = %.2f×", g.Scenario, g.Protocol, baseline, best.Label, ratio)
+		line := fmt.Sprintf("%s %s: %s / %s (better peer) = %.2f×", g.Name(), g.Protocol, baseline, best.Label, ratio)
 		proto, client, _ := strings.Cut(g.Protocol, "/")
 		if bar, ok := Bars[proto][g.Scenario]; ok {
 			verdict := "MET"
