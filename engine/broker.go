@@ -504,6 +504,14 @@ func (b *Broker) sendPrepared(ctx context.Context, d *destination, m *message.Me
 	if err != nil {
 		return err
 	}
+	if d.t != nil {
+		// A topic's quota is on what its subscriptions hold, known once
+		// the message is routed.
+		if err := d.t.reserve(m, refs, b.policyFor(d.dest)); err != nil {
+			b.undoAdd(refs)
+			return err
+		}
+	}
 	if d.q != nil {
 		if ok, err := b.sendEarly(ctx, refs[0]); ok {
 			return err
@@ -635,6 +643,7 @@ func (b *Broker) reject(ctx context.Context, refs []*ref, reason string) {
 		q.quotaCond.Broadcast()
 		expired := q.dispatchLocked()
 		q.mu.Unlock()
+		q.roomFreed()
 		b.expireRefs(q, expired)
 		b.deadLetter(ctx, q, taken, reason)
 	})
@@ -769,6 +778,9 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 		}
 	}
 	b.mu.Unlock()
+	if d.t != nil {
+		d.t.markDeleted() // sends waiting for its quota fail
+	}
 	reason := errorf(CodeConsumerClosed, "Destination was deleted")
 	var qs []*queue
 	if d.q != nil {

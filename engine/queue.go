@@ -119,14 +119,25 @@ func (q *queue) addPaged(entries []pagedRef) {
 // forgetPaged drops the accounting of a paged message that is gone.
 func (q *queue) forgetPaged(e pagedRef) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.deleted || e.gen != q.gen {
+		q.mu.Unlock()
 		return
 	}
 	q.count--
 	q.bytes -= int64(e.size)
 	q.scheduled--
 	q.quotaCond.Broadcast()
+	q.mu.Unlock()
+	q.roomFreed()
+}
+
+// roomFreed tells the sends waiting for quota on a subscription's topic
+// that messages left (a queue's own waiters wait on quotaCond). Call it
+// without holding q.mu.
+func (q *queue) roomFreed() {
+	if q.sub != nil {
+		q.sub.topic.t.roomFreed()
+	}
 }
 
 // wake moves scheduled refs whose time has come into the ready lists, all
@@ -261,6 +272,7 @@ func (q *queue) settle(refs []*ref) {
 	q.quotaCond.Broadcast()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
+	q.roomFreed()
 	q.b.expireRefs(q, expired)
 }
 
@@ -348,6 +360,9 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	q.quotaCond.Broadcast()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
+	if len(undeliverable) > 0 {
+		q.roomFreed()
+	}
 	q.b.schedule(later, now)
 	q.b.expireRefs(q, expired)
 	return undeliverable, held, ops
@@ -447,6 +462,7 @@ func (q *queue) forgetExpired(n int, bytes int64) {
 	q.stats.Expired += uint64(n)
 	q.quotaCond.Broadcast()
 	q.mu.Unlock()
+	q.roomFreed()
 }
 
 // snapshot returns the ready and scheduled refs in delivery order (priority,
@@ -509,6 +525,12 @@ func (q *queue) reserve(m *message.Message, pol Policy) error {
 			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
 		}
 	}
+	q.reserveLocked(m, size)
+	return nil
+}
+
+// reserveLocked reserves room for m, of size bytes, once.
+func (q *queue) reserveLocked(m *message.Message, size int64) {
 	if q.reserved == nil {
 		q.reserved = map[*message.Message]int64{}
 	}
@@ -517,17 +539,20 @@ func (q *queue) reserve(m *message.Message, pol Policy) error {
 		q.resN++
 		q.resBytes += size
 	}
-	return nil
 }
 
 // unreserve gives back the room a send reserved for m, if it still holds
 // it: the send failed before m reached the queue.
 func (q *queue) unreserve(m *message.Message) {
 	q.mu.Lock()
-	if q.unreserveLocked(m) {
+	freed := q.unreserveLocked(m)
+	if freed {
 		q.quotaCond.Broadcast()
 	}
 	q.mu.Unlock()
+	if freed {
+		q.roomFreed()
+	}
 }
 
 // unreserveLocked ends m's reservation, if any, and reports whether there

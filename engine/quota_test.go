@@ -412,3 +412,243 @@ func TestQuotaRoomOfFailedSendComesBack(t *testing.T) {
 		t.Fatalf("the queue reports %d messages, want 2", in.Messages)
 	}
 }
+
+// topicMsg is a message for the topic quota tests: a and b say which of
+// the subscriptions (selectors "a = TRUE", "b = TRUE") take it; every such
+// message has the same size.
+func topicMsg(n int, a, b bool) *message.Message {
+	m := fixedID(text("x"), n)
+	if err := m.Props.Set("a", message.BoolValue(a)); err != nil {
+		panic(err)
+	}
+	if err := m.Props.Set("b", message.BoolValue(b)); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// wantTopicHolds waits until topicT's subscriptions hold n messages
+// together, as DestinationInfo reports them.
+func wantTopicHolds(t *testing.T, b *engine.Broker, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("topic holding %d messages", n), func() bool { return quotaInfo(t, b, topicT).Messages == n })
+}
+
+// TestTopicQuota: a topic's quota bounds what its subscriptions hold
+// together, every subscription's copy counting: a message two
+// subscriptions take needs room for two, one none takes needs none, and
+// room comes back as subscribers consume.
+func TestTopicQuota(t *testing.T) {
+	cases := []struct {
+		name       string
+		persistent bool
+		bytes      bool
+	}{
+		{"messages/memory", false, false},
+		{"messages/persistent", true, false},
+		{"bytes/memory", false, true},
+		{"bytes/persistent", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			pols := newPolicies()
+			var h *harness
+			if tc.persistent {
+				h = newPersistent(t, "", engine.Config{Policy: pols.get})
+			} else {
+				h = newBroker(t, engine.Config{Policy: pols.get})
+			}
+			subConn := h.conn(engine.ConnectionOptions{ClientID: "quota"})
+			ss := h.session(subConn, engine.AutoAcknowledge)
+			durable := consumer(t, ss, topicT, engine.ConsumerOptions{Durable: true, SubscriptionName: "a", Selector: "a = TRUE"})
+			plain := consumer(t, ss, topicT, engine.ConsumerOptions{Selector: "b = TRUE"})
+			p, err := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge).CreateProducer(topicT)
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish := func(n int, a, b bool) error { return p.Send(ctx, topicMsg(n, a, b), engine.SendOptions{}) }
+
+			first := topicMsg(1, true, true)
+			if err := p.Send(ctx, first, engine.SendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			size := int64(first.Size())
+			pols.set(topicT, func(p *engine.Policy) {
+				if tc.bytes {
+					p.MaxBytes = 4*size + size/2
+				} else {
+					p.MaxMessages = 4
+				}
+			})
+			wantTopicHolds(t, h.b, 2)
+			if err := publish(2, true, true); err != nil {
+				t.Fatalf("second message, two copies within a quota of 4: %v", err)
+			}
+			wantTopicHolds(t, h.b, 4)
+			wantCode(t, "a message for both subscriptions on a full topic", publish(3, true, true), engine.ErrResourceAllocation)
+			wantCode(t, "a message for one subscription on a full topic", publish(4, true, false), engine.ErrResourceAllocation)
+			if err := publish(5, false, false); err != nil {
+				t.Fatalf("a message no subscription takes on a full topic: %v", err)
+			}
+			wantTopicHolds(t, h.b, 4)
+			if in := quotaInfo(t, h.b, topicT); in.Bytes > 4*size+size/2 {
+				t.Fatalf("the topic holds %d bytes, over its quota", in.Bytes)
+			}
+
+			if err := subConn.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if got := body(recv(t, durable)); got != "x" {
+				t.Fatalf("received %q", got)
+			}
+			wantTopicHolds(t, h.b, 3)
+			wantCode(t, "two copies with room for one", publish(6, true, true), engine.ErrResourceAllocation)
+			if err := publish(7, false, true); err != nil {
+				t.Fatalf("one copy with room for one: %v", err)
+			}
+			wantTopicHolds(t, h.b, 4)
+			for range 3 {
+				recv(t, plain)
+			}
+			recv(t, durable)
+			wantTopicHolds(t, h.b, 0)
+			if err := publish(8, true, true); err != nil {
+				t.Fatalf("publish once the subscribers consumed everything: %v", err)
+			}
+		})
+	}
+}
+
+// TestTopicQuotaConcurrentPublishers: 16 producers race 50 publishes each
+// at a topic with two subscriptions and room for 100 messages: exactly 50
+// publishes (100 copies) get in, every other fails with a
+// resource-allocation error.
+func TestTopicQuotaConcurrentPublishers(t *testing.T) {
+	const senders, each, quota = 16, 50, 100
+	for _, persistent := range []bool{false, true} {
+		t.Run(fmt.Sprint("persistent=", persistent), func(t *testing.T) {
+			pols := newPolicies().set(topicT, func(p *engine.Policy) { p.MaxMessages = quota })
+			var h *harness
+			if persistent {
+				h = newPersistent(t, "", engine.Config{Policy: pols.get})
+			} else {
+				h = newBroker(t, engine.Config{Policy: pols.get})
+			}
+			ss := h.session(h.conn(engine.ConnectionOptions{ClientID: "quota"}), engine.AutoAcknowledge)
+			consumer(t, ss, topicT, engine.ConsumerOptions{Durable: true, SubscriptionName: "d"})
+			consumer(t, ss, topicT, engine.ConsumerOptions{})
+			c := h.conn(engine.ConnectionOptions{})
+			producers := make([]*engine.Producer, senders)
+			for g := range producers {
+				p, err := h.session(c, engine.AutoAcknowledge).CreateProducer(topicT)
+				if err != nil {
+					t.Fatal(err)
+				}
+				producers[g] = p
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var accepted, refused atomic.Int64
+			other := make(chan error, senders*each)
+			var wg sync.WaitGroup
+			for g, p := range producers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each && ctx.Err() == nil; i++ {
+						switch err := p.Send(ctx, fixedID(text("x"), g*each+i), engine.SendOptions{}); {
+						case err == nil:
+							accepted.Add(1)
+						case errors.Is(err, engine.ErrResourceAllocation):
+							refused.Add(1)
+						default:
+							other <- err
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if ctx.Err() != nil {
+				t.Fatal("the publishes did not finish within a minute")
+			}
+			close(other)
+			for err := range other {
+				t.Errorf("publish failed other than for quota: %v", err)
+			}
+			if a, r := accepted.Load(), refused.Load(); a != quota/2 || r != senders*each-quota/2 {
+				t.Fatalf("%d publishes accepted and %d refused; want %d and %d", a, r, quota/2, senders*each-quota/2)
+			}
+			if in := quotaInfo(t, h.b, topicT); in.Messages != quota {
+				t.Fatalf("the topic reports %d messages, want %d", in.Messages, quota)
+			}
+		})
+	}
+}
+
+// TestTopicQuotaBlockingSend: a publish to a full topic waits up to the
+// blocking-send timeout; it goes through when a subscriber makes room in
+// time, fails with a resource-allocation error when none does, and fails
+// at once when the topic is deleted while it waits (the seed: "Send
+// operations waiting for quota will receive a ResourceAllocationException").
+func TestTopicQuotaBlockingSend(t *testing.T) {
+	ctx := context.Background()
+	pols := newPolicies().set(topicT, func(p *engine.Policy) {
+		p.MaxMessages = 2
+		p.BlockingSendTimeout = 150 * time.Millisecond
+	})
+	h := newBroker(t, engine.Config{Policy: pols.get})
+	subConn := h.conn(engine.ConnectionOptions{})
+	sub := consumer(t, h.session(subConn, engine.AutoAcknowledge), topicT, engine.ConsumerOptions{})
+	p, _ := h.session(h.conn(engine.ConnectionOptions{}), engine.AutoAcknowledge).CreateProducer(topicT)
+	for i := range 2 {
+		if err := p.Send(ctx, text("fill"), engine.SendOptions{}); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	start := time.Now()
+	wantCode(t, "publish to a full topic", p.Send(ctx, text("over"), engine.SendOptions{}), engine.ErrResourceAllocation)
+	if el := time.Since(start); el < 140*time.Millisecond {
+		t.Fatalf("failed after %v, before the blocking-send timeout", el)
+	}
+
+	pols.set(topicT, func(p *engine.Policy) { p.BlockingSendTimeout = time.Minute })
+	waitSend := func() chan error {
+		done := make(chan error, 1)
+		go func() { done <- p.Send(ctx, text("waits"), engine.SendOptions{}) }()
+		select {
+		case err := <-done:
+			t.Fatalf("publish to a full topic returned before room was made: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		return done
+	}
+	done := waitSend()
+	if err := subConn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, sub)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("publish after the subscriber made room: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting publish did not go through when room was made")
+	}
+	if err := subConn.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wantTopicHolds(t, h.b, 2)
+
+	done = waitSend()
+	if err := h.b.DeleteDestination(ctx, topicT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		wantCode(t, "publish waiting when the topic was deleted", err, engine.ErrResourceAllocation)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting publish was not cancelled by the deletion")
+	}
+}
