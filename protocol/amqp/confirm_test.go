@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	amqp "github.com/Azure/go-amqp"
 
 	"github.com/sluicemq/sluice/engine"
-	"github.com/sluicemq/sluice/engine/store/boltstore"
-	"github.com/sluicemq/sluice/engine/store/journal"
+	"github.com/sluicemq/sluice/engine/enginetest"
 	sluiceamqp "github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 )
@@ -26,36 +24,18 @@ type durableServer struct {
 
 func startDurable(t *testing.T, dir string) *durableServer {
 	t.Helper()
-	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := journal.Open(context.Background(), filepath.Join(dir, "journal"), bs, journal.Options{Validate: boltstore.Validate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(context.Background(), engine.Config{Store: js, AutoCreate: true, ConsumeBeforeStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, closeEng := enginetest.Durable(t, dir, engine.Config{AutoCreate: true, ConsumeBeforeStore: true})
 	srv := sluiceamqp.NewServer(eng, sluiceamqp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	stopped := false
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		_ = eng.Close()
-		_ = js.Close()
-		_ = bs.Close()
+		closeEng()
 	}
 	t.Cleanup(stop)
 	return &durableServer{addr: ln.Addr().String(), stop: stop}

@@ -59,6 +59,8 @@ type conn struct {
 	temps    map[message.Destination]message.Destination // client name → engine destination
 	tempsRev map[message.Destination]string              // engine destination → client name
 	txns     map[string]*engine.Txn
+
+	confirms confirmer // reader goroutine starts it; see confirm.go
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -406,7 +408,9 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 	ctx := context.Background()
 	switch f.Command {
 	case frame.CmdSend:
-		err = c.handleSend(ctx, f)
+		if err = c.handleSend(ctx, f); errors.Is(err, errPending) {
+			return false, nil // the confirmer answers it
+		}
 	case frame.CmdSubscribe:
 		err = c.handleSubscribe(f)
 	case frame.CmdUnsubscribe:
@@ -422,6 +426,7 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 		// Stop deliveries and let the writer flush the MESSAGE frames
 		// already queued, acknowledging those of ack:auto subscriptions,
 		// so that Close gives back only what the client never got.
+		c.waitConfirms()
 		_ = c.eng.Stop()
 		c.flushWrites()
 		_ = c.eng.Close()
@@ -448,6 +453,13 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if c.confirms.pending.Load() > 0 {
+		// Receipts keep the order of their frames.
+		if _, ok := f.Get(frame.HeaderReceipt); ok {
+			c.later(pendingConfirm{f: f})
+		}
+		return false, nil
+	}
 	c.receipt(f)
 	return false, nil
 }
@@ -472,7 +484,17 @@ func (c *conn) handleSend(ctx context.Context, f *frame.Frame) error {
 		}
 		return c.prod.SendIn(ctx, tx, dest, m, o)
 	}
-	return c.prod.SendTo(ctx, dest, m, o)
+	conf, err := c.prod.SendToAsync(ctx, dest, m, o)
+	if err != nil {
+		return err
+	}
+	if !conf.Ready() {
+		// Written in the background: the confirmer answers the receipt,
+		// or fails the connection if the write fails (confirm.go).
+		c.later(pendingConfirm{f: f, conf: conf})
+		return errPending
+	}
+	return conf.Wait(ctx)
 }
 
 func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {

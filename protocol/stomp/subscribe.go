@@ -216,7 +216,11 @@ func (c *conn) handleSubscribe(f *frame.Frame) error {
 		c.fail(refuse("subscription %s ended: %v", id, err), nil)
 	})
 	// Answer the receipt before the first MESSAGE can be queued, so a
-	// client sees RECEIPT, then the subscription's messages.
+	// client sees RECEIPT, then the subscription's messages; and after
+	// the receipts of earlier frames still waiting for a confirmation.
+	if _, ok := f.Get(frame.HeaderReceipt); ok {
+		c.waitConfirms()
+	}
 	c.receipt(f)
 	f.Del(frame.HeaderReceipt)
 	if err := cons.SetListener(sub.deliver); err != nil {
