@@ -614,7 +614,7 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 			q.release(held)
 		}
 		if len(dead) > 0 {
-			b.deadLetter(ctx, q, dead, "redelivery limit exceeded")
+			b.deadLetter(ctx, q, dead, reasonRedeliveryLimit)
 		}
 	})
 }
@@ -656,21 +656,39 @@ const (
 	PropDeliveryCount       = "JMS_SluiceDeliveryCount"
 )
 
+// Reasons for moving a message to its error destination, as
+// PropErrorReason gives them (a consumer's rejection gives its own).
+const (
+	reasonRedeliveryLimit = "redelivery limit exceeded"
+	reasonExpired         = "expired"
+)
+
 // deadLetter moves refs (already out of q's accounting) to q's error
-// destination, or deletes them when it has none.
+// destination, or deletes them when it has none. When the store refuses
+// the move, the messages stay on q, where the store still has them, out of
+// reach of consumers, and the move is tried again later (see
+// queue.keepUndeliverable); each such message is logged at error level.
 func (b *Broker) deadLetter(ctx context.Context, q *queue, refs []*ref, reason string) {
+	b.moveUndeliverable(ctx, q, refs, reason, 0)
+}
+
+// moveUndeliverable is deadLetter after tries failed attempts.
+func (b *Broker) moveUndeliverable(ctx context.Context, q *queue, refs []*ref, reason string, tries int) {
 	if len(refs) == 0 {
 		return
 	}
 	pol := q.policy()
+	recs := recsOf(refs)
 	ops := b.storeOpsForRemove(refs, nil)
 	var plan []*ref
+	var errDest message.Destination
 	if !pol.ErrorDestination.IsZero() && pol.ErrorDestination != q.dest {
 		ed, err := b.resolve(pol.ErrorDestination, nil, false)
 		if err != nil {
 			b.log.Error("error destination unavailable; messages deleted", slog.String("destination", q.dest.String()),
 				slog.String("error_destination", pol.ErrorDestination.String()), slog.Any("err", err), slog.Int("messages", len(refs)))
 		} else {
+			errDest = ed.dest
 			for _, r := range refs {
 				m := r.msg.Clone()
 				m.Destination = ed.dest
@@ -688,10 +706,41 @@ func (b *Broker) deadLetter(ctx context.Context, q *queue, refs []*ref, reason s
 		b.log.Debug("undeliverable messages deleted", slog.String("destination", q.dest.String()), slog.String("reason", reason), slog.Int("messages", len(refs)))
 	}
 	if len(ops) > 0 {
-		if err := b.store.Update(ctx, ops); err != nil {
-			b.log.Error("move to error destination", slog.String("destination", q.dest.String()), slog.Any("err", err))
+		if err := b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
+			b.undoAdd(plan)
+			for i, r := range refs {
+				if recs[i] != nil && r.rec == nil {
+					recs[i].refs.Add(1)
+					r.rec = recs[i]
+				}
+			}
+			retry, kept := q.keepUndeliverable(refs, reason, tries+1)
+			if !kept {
+				b.log.Error("undeliverable messages of a deleted destination dropped: the store refused their move to the error destination",
+					slog.String("destination", q.dest.String()), slog.String("error_destination", errDest.String()),
+					slog.Int("messages", len(refs)), slog.Any("err", err))
+				return
+			}
+			if tries > 0 {
+				// Each message was logged at its first failure.
+				b.log.Error("undeliverable messages still kept on their destination: the store refused their move again; will retry",
+					slog.String("destination", q.dest.String()), slog.String("error_destination", errDest.String()),
+					slog.Int("messages", len(refs)), slog.Int("attempt", tries+1), slog.Duration("retry_in", retry), slog.Any("err", err))
+				return
+			}
+			for _, r := range refs {
+				b.log.Error("undeliverable message kept on its destination: the store refused its move to the error destination (or its deletion); will retry",
+					slog.String("destination", q.dest.String()), slog.String("error_destination", errDest.String()),
+					slog.String("message_id", r.msg.ID), slog.String("reason", reason),
+					slog.Duration("retry_in", retry), slog.Any("err", err))
+			}
 			return
 		}
+	}
+	if tries > 0 {
+		b.log.Warn("undeliverable messages kept after a store failure are now moved to the error destination (or deleted)",
+			slog.String("destination", q.dest.String()), slog.String("error_destination", errDest.String()),
+			slog.Int("messages", len(refs)), slog.Int("attempts", tries+1))
 	}
 	b.enqueue(plan)
 }
@@ -710,7 +759,7 @@ func (b *Broker) expireRefs(q *queue, refs []*ref) {
 	pol := q.policy()
 	switch pol.Expiration {
 	case ExpireRedirect:
-		b.deadLetter(context.Background(), q, refs, "expired")
+		b.deadLetter(context.Background(), q, refs, reasonExpired)
 		return
 	case ExpireLog:
 		for _, r := range refs {

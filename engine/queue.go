@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,69 @@ type queue struct {
 	reserved map[*message.Message]int64
 	resN     int64
 	resBytes int64
+
+	// undeliverable holds the scheduled refs waiting to try again a move
+	// to the error destination that the store refused
+	// (keepUndeliverable); when one wakes it is moved, not delivered.
+	undeliverable map[*ref]undeliverable
+}
+
+// undeliverable is why a ref waits for a move to the error destination,
+// and how many attempts failed.
+type undeliverable struct {
+	reason string
+	tries  int
+}
+
+// Retry delays of a move to the error destination that the store refused:
+// the first after undeliverableRetry, doubling up to undeliverableRetryMax.
+const (
+	undeliverableRetry    = 250 * time.Millisecond
+	undeliverableRetryMax = 30 * time.Second
+)
+
+// keepUndeliverable gives back to q refs whose move to the error
+// destination (or deletion) the store refused after tries attempts: they
+// count again as held by q, where the store still has them, but wait in the
+// scheduler, never given to a consumer, until the move is tried again. It
+// returns the delay before that, and false when q was deleted meanwhile
+// (the refs are then dropped).
+func (q *queue) keepUndeliverable(refs []*ref, reason string, tries int) (time.Duration, bool) {
+	retry := undeliverableRetryMax
+	if tries < 16 {
+		retry = min(undeliverableRetry<<(tries-1), undeliverableRetryMax)
+	}
+	at := q.b.nowMillis() + retry.Milliseconds()
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		q.b.dropRefs(refs)
+		return 0, false
+	}
+	if q.undeliverable == nil {
+		q.undeliverable = map[*ref]undeliverable{}
+	}
+	for _, r := range refs {
+		q.undeliverable[r] = undeliverable{reason: reason, tries: tries}
+		r.deliverAt = at
+		r.gen = q.gen
+		r.state = refScheduled
+		q.scheduled++
+		q.count++
+		q.bytes += int64(r.size)
+		// Counted when the move is made.
+		if reason == reasonExpired {
+			q.stats.Expired--
+		} else {
+			q.stats.Undelivered--
+		}
+	}
+	q.mu.Unlock()
+	// Straight to the scheduler: the pager would forget why they wait.
+	for _, r := range refs {
+		q.b.sched.add(at, r)
+	}
+	return retry, true
 }
 
 // queueStats are a destination's counters, reported by the admin API.
@@ -64,7 +128,7 @@ func (q *queue) policy() Policy { return q.b.policyFor(q.dest) }
 // to be) and dispatches.
 func (q *queue) add(refs ...*ref) {
 	var now int64
-	var due []*ref
+	var due, undue []*ref
 	q.mu.Lock()
 	if q.deleted {
 		for _, r := range refs {
@@ -84,6 +148,17 @@ func (q *queue) add(refs ...*ref) {
 		if r.deliverAt != 0 && now == 0 {
 			now = q.b.nowMillis()
 		}
+		if len(q.undeliverable) > 0 {
+			if _, ok := q.undeliverable[r]; ok {
+				// Given back (an administrator's move failed) while it
+				// waits to go to the error destination: it still waits.
+				r.gen = q.gen
+				r.state = refScheduled
+				q.scheduled++
+				undue = append(undue, r)
+				continue
+			}
+		}
 		if r.deliverAt > now {
 			r.gen = q.gen
 			r.state = refScheduled
@@ -98,6 +173,9 @@ func (q *queue) add(refs ...*ref) {
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.b.schedule(due, now)
+	for _, r := range undue {
+		q.b.sched.add(r.deliverAt, r)
+	}
 	q.b.expireRefs(q, expired)
 }
 
@@ -145,6 +223,8 @@ func (q *queue) roomFreed() {
 // priority, then arrival order.
 func (q *queue) wake(refs []*ref) {
 	var drop []*ref
+	var retry map[string][]*ref // undeliverable refs due for another move, by reason
+	var tries map[string]int    // and the most failed attempts among them
 	// The scheduler hands refs over in time order; insert them in arrival
 	// order, so that each lands at the tail of its ready list instead of
 	// moving the list's tail once per ref.
@@ -152,6 +232,9 @@ func (q *queue) wake(refs []*ref) {
 	q.mu.Lock()
 	for _, r := range refs {
 		if r.state != refScheduled {
+			if len(q.undeliverable) > 0 {
+				delete(q.undeliverable, r) // gone another way meanwhile
+			}
 			continue
 		}
 		if q.deleted || r.gen != q.gen {
@@ -160,6 +243,26 @@ func (q *queue) wake(refs []*ref) {
 			continue
 		}
 		q.scheduled--
+		if len(q.undeliverable) > 0 {
+			if u, ok := q.undeliverable[r]; ok {
+				// Its move to the error destination is due again.
+				delete(q.undeliverable, r)
+				r.state = refGone
+				q.count--
+				q.bytes -= int64(r.size)
+				if u.reason == reasonExpired {
+					q.stats.Expired++
+				} else {
+					q.stats.Undelivered++
+				}
+				if retry == nil {
+					retry, tries = map[string][]*ref{}, map[string]int{}
+				}
+				retry[u.reason] = append(retry[u.reason], r)
+				tries[u.reason] = max(tries[u.reason], u.tries)
+				continue
+			}
+		}
 		r.state = refReady
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
@@ -170,6 +273,9 @@ func (q *queue) wake(refs []*ref) {
 		q.b.dropRefs(drop)
 	}
 	q.b.expireRefs(q, expired)
+	for reason, rs := range retry {
+		q.b.moveUndeliverable(context.Background(), q, rs, reason, tries[reason])
+	}
 }
 
 // kick dispatches after something changed outside add (a consumer joined,
@@ -627,6 +733,9 @@ func (q *queue) purge() (refs []*ref, paged []pagedRef, n int) {
 		seen[r] = struct{}{}
 		r.state = refGone
 		refs = append(refs, r)
+		if len(q.undeliverable) > 0 {
+			delete(q.undeliverable, r)
+		}
 		if r.gen != q.gen {
 			continue
 		}

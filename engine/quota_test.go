@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,8 +281,8 @@ func (s *quotaFaultStore) refusedUpdates() int {
 }
 
 // newFaulty opens a broker (AutoCreate) on a quotaFaultStore over the
-// journaled bbolt store in dir (a new one if ""); the harness's st is
-// left nil, so restart the broker with newFaulty on h.dir.
+// journaled bbolt store in dir (a new one if ""). Restart it by closing the
+// harness and calling newFaulty on h.dir again.
 func newFaulty(t *testing.T, dir string, cfg engine.Config) (*harness, *quotaFaultStore) {
 	t.Helper()
 	if dir == "" {
@@ -296,8 +297,8 @@ func newFaulty(t *testing.T, dir string, cfg engine.Config) (*harness, *quotaFau
 		_ = js.Close()
 		t.Fatal(err)
 	}
-	h := &harness{t: t, b: b, dir: dir, cfg: cfg}
-	t.Cleanup(func() { h.close(); _ = js.Close() })
+	h := &harness{t: t, b: b, dir: dir, st: js, cfg: cfg}
+	t.Cleanup(h.close)
 	return h, fs
 }
 
@@ -650,5 +651,134 @@ func TestTopicQuotaBlockingSend(t *testing.T) {
 		wantCode(t, "publish waiting when the topic was deleted", err, engine.ErrResourceAllocation)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting publish was not cancelled by the deletion")
+	}
+}
+
+// hasOp returns a quotaFaultStore predicate selecting the updates with an
+// op of kind in a bucket whose name contains bucket.
+func hasOp(kind store.OpKind, bucket string) func([]store.Op) bool {
+	return func(ops []store.Op) bool {
+		for _, op := range ops {
+			if op.Kind == kind && strings.Contains(op.Bucket, bucket) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// TestUndeliverableKeptWhenStoreRefusesMove: when the store refuses to
+// move an undeliverable message to the error destination (or to delete
+// it, without one), the message is not lost: it stays on its queue,
+// counted, never given to a consumer again, and logged with its ID; the
+// move is tried again and succeeds once the store accepts it, durably.
+func TestUndeliverableKeptWhenStoreRefusesMove(t *testing.T) {
+	ctx := context.Background()
+	recoverAll := func(t *testing.T, s *engine.Session, _ message.Delivery) {
+		if err := s.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		pol    func(p *engine.Policy)
+		opts   engine.SendOptions
+		fail   func(t *testing.T, s *engine.Session, d message.Delivery) // nil: the message expires unreceived
+		refuse func([]store.Op) bool
+		reason string // of the moved message; "" when it is deleted
+	}{
+		{name: "redelivery-limit", pol: func(p *engine.Policy) { p.RedeliveryLimit, p.ErrorDestination = 0, errQueue },
+			fail: recoverAll, refuse: hasOp(store.Put, errQueue.Name), reason: "redelivery limit exceeded"},
+		{name: "rejected", pol: func(p *engine.Policy) { p.ErrorDestination = errQueue },
+			fail: func(t *testing.T, s *engine.Session, d message.Delivery) {
+				if err := s.Settle(ctx, d.Tag, engine.Rejected); err != nil {
+					t.Fatal(err)
+				}
+			},
+			refuse: hasOp(store.Put, errQueue.Name), reason: "rejected by the consumer"},
+		{name: "expired-redirect", pol: func(p *engine.Policy) { p.Expiration, p.ErrorDestination = engine.ExpireRedirect, errQueue },
+			opts:   engine.SendOptions{Set: engine.SetTimeToLive, TimeToLive: 50 * time.Millisecond},
+			refuse: hasOp(store.Put, errQueue.Name), reason: "expired"},
+		{name: "redelivery-limit-no-error-destination", pol: func(p *engine.Policy) { p.RedeliveryLimit = 0 },
+			fail: recoverAll, refuse: hasOp(store.Delete, "")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sink logSink
+			pols := newPolicies().set(queueA, tc.pol)
+			h, fs := newFaulty(t, "", engine.Config{Policy: pols.get, Logger: sink.logger(), ExpiryScanInterval: 10 * time.Millisecond})
+			h.create(errQueue)
+			c := h.conn(engine.ConnectionOptions{})
+			s := h.session(c, engine.ClientAcknowledge)
+			m := send(t, s, queueA, "poison", tc.opts)
+			cons := consumer(t, s, queueA, engine.ConsumerOptions{})
+			if tc.fail != nil {
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				d := recv(t, cons)
+				fs.setRefuse(tc.refuse)
+				tc.fail(t, s, d)
+			} else {
+				fs.setRefuse(tc.refuse) // and the expiry scan finds it
+			}
+			eventually(t, "the move refused", func() bool { return fs.refusedUpdates() >= 1 })
+			eventually(t, "the message kept on queue a, counted", func() bool {
+				in := quotaInfo(t, h.b, queueA)
+				return in.Messages == 1 && in.Bytes > 0
+			})
+			eventually(t, "the move tried again", func() bool { return fs.refusedUpdates() >= 2 })
+			if in := quotaInfo(t, h.b, queueA); in.Messages != 1 || in.Bytes == 0 {
+				t.Fatalf("while the store refuses the move, queue a reports %d messages, %d bytes; want the message kept", in.Messages, in.Bytes)
+			}
+			if in := quotaInfo(t, h.b, errQueue); in.Messages != 0 {
+				t.Fatalf("the error destination reports %d messages before the store accepted the move", in.Messages)
+			}
+			if _, ok := sink.lineWith("level=ERROR", "message_id="+m.ID, "destination="+queueA.String()); !ok {
+				t.Fatalf("no error logged with the message ID and destination; log:\n%s", sink.String())
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			recvNone(t, cons, 300*time.Millisecond)
+
+			want := int64(0)
+			if tc.reason != "" {
+				want = 1
+			}
+			fs.setRefuse(nil)
+			eventually(t, "the move made once the store accepts it", func() bool {
+				in := quotaInfo(t, h.b, queueA)
+				return in.Messages == 0 && in.Bytes == 0 && quotaInfo(t, h.b, errQueue).Messages == want
+			})
+			check := func(b *engine.Broker) {
+				t.Helper()
+				if in := quotaInfo(t, b, errQueue); in.Messages != want {
+					t.Fatalf("the error destination reports %d messages, want %d", in.Messages, want)
+				}
+				if in := quotaInfo(t, b, queueA); in.Messages != 0 {
+					t.Fatalf("queue a reports %d messages after the move", in.Messages)
+				}
+			}
+			check(h.b)
+			_ = c.Close()
+			dir, cfg := h.dir, h.cfg
+			h.close()
+			h, _ = newFaulty(t, dir, cfg)
+			check(h.b)
+			if tc.reason == "" {
+				return
+			}
+			ec := h.conn(engine.ConnectionOptions{})
+			es := h.session(ec, engine.AutoAcknowledge)
+			errCons := consumer(t, es, errQueue, engine.ConsumerOptions{})
+			if err := ec.Start(); err != nil {
+				t.Fatal(err)
+			}
+			d := recv(t, errCons)
+			if v, _ := d.Msg.Props.GetString(engine.PropErrorReason); d.Msg.ID != m.ID || v != tc.reason {
+				t.Fatalf("error destination got %s with reason %q; want %s with %q", d.Msg.ID, v, m.ID, tc.reason)
+			}
+		})
 	}
 }
