@@ -67,7 +67,9 @@ func (c *conn) confirmLoop() {
 		case <-c.done:
 			return
 		}
-		run.add(c, pc, pc.conf.Wait(ctx))
+		if !run.wait(ctx, c, pc) {
+			return
+		}
 		// Take what else is queued; settle what is ready as one run and
 		// wait for the rest in order.
 		for more := true; more; {
@@ -76,16 +78,26 @@ func (c *conn) confirmLoop() {
 				if !pc.conf.Ready() {
 					run.flush(c)
 				}
-				run.add(c, pc, pc.conf.Wait(ctx))
+				if !run.wait(ctx, c, pc) {
+					return
+				}
 			default:
 				more = false
 			}
 		}
 		run.flush(c)
-		if ctx.Err() != nil {
-			return
-		}
 	}
+}
+
+// wait waits for pc's confirmation and adds it to the run; false means the
+// connection ended meanwhile (nothing is settled then).
+func (r *confirmRun) wait(ctx context.Context, c *conn, pc pendingConfirm) bool {
+	err := pc.conf.Wait(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	r.add(c, pc, err)
+	return true
 }
 
 // confirmRun is a run of accepted deliveries of one link with consecutive
