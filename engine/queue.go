@@ -142,6 +142,11 @@ func (q *queue) add(refs ...*ref) {
 		if len(q.reserved) > 0 {
 			q.unreserveLocked(r.msg)
 		}
+		if r.size == 0 {
+			// Made without its size (an import into a subscription): what
+			// it adds here must be what leaving takes away.
+			r.size = int32(r.msg.Size())
+		}
 		q.count++
 		q.bytes += int64(r.size)
 		q.stats.Enqueued++
