@@ -34,6 +34,13 @@
 //     rendered as text, Markdown, JSON and a self-contained HTML page
 //     (report.go).
 //
+//   - Restarts (restart.go): RestartCommand restarts an external broker with
+//     a shell command (`sluice conformance --restart-cmd`) and waits, within
+//     bounds, until the old broker is gone and the new one accepts;
+//     scripts/restart-sluice.sh is such a command for Sluice, and
+//     scripts/sluice-report.sh regenerates docs/conformance/sluice.md with
+//     it.
+//
 // `sluice conformance` runs the suite against any broker; the test in this
 // package runs it against an in-process Sluice over every protocol that
 // Sluice serves.

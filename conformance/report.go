@@ -142,6 +142,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "# Conformance matrix: profile `%s`\n\n", r.Profile)
 	fmt.Fprintf(&b, "%s  \n", mdEscape(r.ProfileDoc))
 	fmt.Fprintf(&b, "Run %s, %d scenarios, %.0fs.\n\n", r.Started.UTC().Format(time.RFC3339), len(r.Rows), r.Seconds)
+	if r.Note != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdEscape(r.Note))
+	}
 	for _, l := range r.targetLines() {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(l))
 	}
@@ -326,7 +329,7 @@ ul.iss{padding-left:18px} ul.iss li{margin:3px 0} code{font-family:ui-monospace,
 dl dt{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;margin-top:8px} dl dd{margin:0 0 0 16px;color:#333}
 </style></head><body>
 <h1>Conformance matrix — profile <code>{{.R.Profile}}</code>: {{.Verdict}}</h1>
-<p class="meta">{{.R.ProfileDoc}}<br>Run {{.Started}}, {{len .R.Rows}} scenarios, {{printf "%.0f" .R.Seconds}}s.{{range .Targets}}<br>{{.}}{{end}}</p>
+<p class="meta">{{.R.ProfileDoc}}<br>Run {{.Started}}, {{len .R.Rows}} scenarios, {{printf "%.0f" .R.Seconds}}s.{{range .Targets}}<br>{{.}}{{end}}{{if .R.Note}}<br>{{.R.Note}}{{end}}</p>
 <div class="sum">{{range .Sums}}<div><b>{{.Col}}</b>{{range .Counts}}<span class="badge {{.Class}}">{{.Label}}</span>{{end}}</div>{{end}}</div>
 <p class="legend"><span class="badge pass">pass</span><span class="badge fail">FAIL</span><span class="badge ns">n/s</span>not supported by the broker (profile)
 <span class="badge ne">n/e</span>not expressible in the protocol <span class="badge na">n/a</span>protocol listener not available <span class="badge skip">·</span>not applicable.

@@ -91,6 +91,8 @@ type Options struct {
 	Timeout time.Duration
 	// Progress, when not nil, receives a line per finished cell.
 	Progress io.Writer
+	// Note goes into the report as Report.Note.
+	Note string
 }
 
 // Result is one cell of the matrix.
@@ -127,6 +129,9 @@ type Report struct {
 	Rows        []*Row            `json:"rows"`
 	// Counts are per column, per status.
 	Counts map[string]map[Status]int `json:"counts"`
+	// Note is a line the Markdown and HTML reports show under the title,
+	// such as how the run was made (Options.Note).
+	Note string `json:"note,omitempty"`
 }
 
 // Failed reports whether any cell failed.
@@ -219,6 +224,7 @@ func Run(ctx context.Context, scenarios []*Scenario, o Options) *Report {
 	rep := &Report{
 		Profile:     o.Profile.Name,
 		ProfileDoc:  o.Profile.Description,
+		Note:        o.Note,
 		Targets:     map[string]string{},
 		Unavailable: o.Unavailable,
 		Started:     time.Now(),

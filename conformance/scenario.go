@@ -269,16 +269,15 @@ func (t *T) closeAll() {
 }
 
 // Restart restarts the broker: every connection of the scenario is closed
-// first; dial again afterwards.
+// first; dial again afterwards. The restart is bounded by the scenario's
+// timeout (and Options.Restart bounds itself, as RestartCommand does).
 func (t *T) Restart() {
 	if t.restart == nil {
 		panic(stop{status: NotSupported, detail: "the runner cannot restart this broker"})
 	}
 	t.Step("restart the broker")
 	t.closeAll()
-	ctx, cancel := context.WithTimeout(t.ctx, 60*time.Second)
-	defer cancel()
-	if err := t.restart(ctx); err != nil {
+	if err := t.restart(t.ctx); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"log/slog"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -24,9 +23,9 @@ func newConformanceCommand() *cobra.Command {
 	var (
 		stompAddr, amqpAddr, only, profile, htmlFile, jsonFile, mdFile string
 		adminAddr, adminToken, adminUser, adminPass, restartCmd        string
-		login, passcode                                                string
+		login, passcode, note                                          string
 		parallel                                                       int
-		timeout, quiet                                                 time.Duration
+		timeout, quiet, restartTimeout                                 time.Duration
 		list, showConfig, verbose                                      bool
 	)
 	cmd := &cobra.Command{
@@ -46,9 +45,36 @@ The profile describes the broker under test: "sluice" expects a Sluice
 started with conformance/profiles/sluice.toml (print it with --show-config);
 "activemq" is ActiveMQ Classic 5.17 with its stock configuration.
 
-Scenarios that restart the broker run only with --restart-cmd (a shell
-command that restarts it; the runner then waits for the listeners).
-Destination deletion needs --admin (Sluice's admin HTTP API).`,
+Destination deletion needs --admin (Sluice's admin HTTP API).
+
+Scenarios that restart the broker (restart/*) run only with --restart-cmd,
+a shell command that restarts the broker, keeping its data and its listener
+addresses. The runner runs it with sh -c, in the current directory, once per
+restart cell (the restart cells run last, one at a time), with the
+environment of this command plus:
+
+  SLUICE_CONFORMANCE_STOMP   the --stomp address (empty if not given)
+  SLUICE_CONFORMANCE_AMQP    the --amqp address (empty if not given)
+  SLUICE_CONFORMANCE_ADMIN   the --admin address (empty if not given)
+
+Standard input is /dev/null; standard output and error go to a temporary
+file that is quoted when the restart fails and then removed. The command
+must stop the running broker and start a new one, and it must exit: start
+the new broker in the background (with &) and redirect its output to a log
+file of its own. The runner waits only for the command's own process, not
+for what it leaves running. A restart then waits until the old broker has
+closed the connections opened before the command (so a command may return
+as soon as it has signalled the old broker) and until every listener
+(--stomp, --amqp, and --admin when it answers) accepts connections again.
+All of this must be done within --restart-timeout (default 60s) and within
+the scenario's --timeout; otherwise, or when the command exits non-zero, the
+cell fails with the command, its exit status and its output.
+
+For Sluice, conformance/scripts/restart-sluice.sh DIR [SLUICE] is such a
+command (it also does the first start; see docs/conformance/README.md):
+
+  sluice conformance --stomp 127.0.0.1:61613 --amqp 127.0.0.1:5672 --admin 127.0.0.1:8161 \
+    --restart-cmd 'conformance/scripts/restart-sluice.sh /tmp/conf sluice'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mk, ok := conformance.Profiles()[profile]
@@ -87,7 +113,7 @@ Destination deletion needs --admin (Sluice's admin HTTP API).`,
 			}
 			candidates := map[string]conformance.Driver{}
 			o := conformance.Options{Drivers: map[string]conformance.Driver{}, Unavailable: map[string]string{},
-				Profile: prof, Parallel: parallel, Timeout: timeout, Quiet: quiet}
+				Profile: prof, Parallel: parallel, Timeout: timeout, Quiet: quiet, Note: note}
 			if stompAddr != "" {
 				candidates["stomp"] = conformance.NewSTOMP(stompAddr, conformance.STOMPOptions{Login: login, Passcode: passcode, Dialect: prof.STOMPDialect})
 			} else {
@@ -113,11 +139,25 @@ Destination deletion needs --admin (Sluice's admin HTTP API).`,
 				cancel()
 			}
 			if restartCmd != "" {
-				var addrs []string
-				for _, d := range o.Drivers {
-					addrs = append(addrs, d.Addr())
+				rc := &conformance.RestartCommand{
+					Shell:   restartCmd,
+					Timeout: restartTimeout,
+					Env: []string{
+						"SLUICE_CONFORMANCE_STOMP=" + stompAddr,
+						"SLUICE_CONFORMANCE_AMQP=" + amqpAddr,
+						"SLUICE_CONFORMANCE_ADMIN=" + adminAddr,
+					},
+					Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: logLevel(verbose)})),
 				}
-				o.Restart = restarter(restartCmd, addrs, cmd.ErrOrStderr())
+				for _, p := range conformance.Protocols {
+					if d, ok := o.Drivers[p]; ok {
+						rc.Addrs = append(rc.Addrs, d.Addr())
+					}
+				}
+				if o.Admin != nil {
+					rc.OtherAddrs = append(rc.OtherAddrs, adminAddr)
+				}
+				o.Restart = rc.Restart
 			}
 			if verbose {
 				o.Progress = cmd.ErrOrStderr()
@@ -163,11 +203,13 @@ Destination deletion needs --admin (Sluice's admin HTTP API).`,
 	f.StringVar(&htmlFile, "report", "", "write the HTML report to this file")
 	f.StringVar(&jsonFile, "json", "", "write the JSON report to this file")
 	f.StringVar(&mdFile, "markdown", "", "write the Markdown matrix to this file")
+	f.StringVar(&note, "note", "", "a line the Markdown and HTML reports show under the title (how the run was made)")
 	f.StringVar(&adminAddr, "admin", "", "Sluice admin HTTP listener, HOST:PORT (destination deletion)")
 	f.StringVar(&adminToken, "admin-token", "", "bearer token for the admin API")
 	f.StringVar(&adminUser, "admin-user", "", "user for the admin API (basic authentication)")
 	f.StringVar(&adminPass, "admin-password", "", "password for the admin API")
-	f.StringVar(&restartCmd, "restart-cmd", "", "shell command that restarts the broker (enables the restart scenarios)")
+	f.StringVar(&restartCmd, "restart-cmd", "", "shell command that restarts the broker and exits, leaving the new broker running in the background (enables the restart scenarios; see above)")
+	f.DurationVar(&restartTimeout, "restart-timeout", conformance.DefaultRestartTimeout, "bound on one restart: the --restart-cmd command, the old broker going away and the listeners accepting again")
 	f.StringVar(&login, "login", "", "STOMP login")
 	f.StringVar(&passcode, "passcode", "", "STOMP passcode")
 	f.IntVar(&parallel, "parallel", 4, "scenarios run at once")
@@ -192,31 +234,11 @@ func joinReasons(m map[string]string) string {
 	return strings.Join(parts, "; ")
 }
 
-// restarter runs a shell command, then waits until every address accepts
-// TCP connections again.
-func restarter(shell string, addrs []string, log io.Writer) func(context.Context) error {
-	return func(ctx context.Context) error {
-		c := exec.CommandContext(ctx, "sh", "-c", shell)
-		var outb bytes.Buffer
-		c.Stdout, c.Stderr = &outb, &outb
-		if err := c.Run(); err != nil {
-			return fmt.Errorf("--restart-cmd: %v: %s", err, strings.TrimSpace(outb.String()))
-		}
-		fmt.Fprintf(log, "restarted the broker (%s)\n", shell)
-		for _, a := range addrs {
-			for {
-				nc, err := net.DialTimeout("tcp", a, time.Second)
-				if err == nil {
-					_ = nc.Close()
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("after --restart-cmd, %s does not answer: %w", a, ctx.Err())
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		}
-		return nil
+// logLevel is the level of the conformance command's log: restarts are
+// logged with --verbose, problems always.
+func logLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelInfo
 	}
+	return slog.LevelWarn
 }

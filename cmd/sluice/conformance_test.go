@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +181,118 @@ func TestConformanceNothingAnswers(t *testing.T) {
 	_, _, err := runConformance(t, "--stomp", closedAddr(t), "--only", "basic/fifo")
 	if err == nil || !strings.Contains(err.Error(), "STOMP listener not available") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// freeAddrs returns n distinct 127.0.0.1 addresses nothing listens on now.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	return out
+}
+
+// TestConformanceRestartCommand runs the restart scenarios against a real
+// `sluice serve` (this test binary, run as main by TestMainProcess) through
+// a hand-written restart script of the usual kind: it stops the broker,
+// starts a new one in the background with the listener addresses the
+// runner gives it, and does not redirect the new broker's output. Before
+// the fix, the runner waited for that output to close, i.e. for the broker
+// to exit, and every restart cell timed out.
+func TestConformanceRestartCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts brokers")
+	}
+	dir := t.TempDir()
+	addrs := freeAddrs(t, 3)
+	stomp, amqp, admin := addrs[0], addrs[1], addrs[2]
+	config, err := filepath.Abs("../../conformance/profiles/sluice.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "serve.pid")
+	script := filepath.Join(dir, "restart.sh")
+	args := strings.Join([]string{"serve", "--config", config, "--data", filepath.Join(dir, "data"),
+		"--stomp", "$SLUICE_CONFORMANCE_STOMP", "--amqp", "$SLUICE_CONFORMANCE_AMQP", "--admin", "$SLUICE_CONFORMANCE_ADMIN"}, "\n")
+	body := `#!/bin/sh
+pidfile=` + pidFile + `
+if [ -f "$pidfile" ]; then
+  pid=$(cat "$pidfile")
+  kill "$pid"
+  i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    i=$((i+1)); [ $i -le 200 ] || { echo "broker $pid did not stop within 20s" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
+SLUICE_TEST_MAIN_ARGS="` + args + `" '` + os.Args[0] + `' -test.run='^TestMainProcess$' &
+echo $! >"$pidfile"
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	// The first start, by the same script, with the environment the runner
+	// gives it; its output goes to a file, not to a pipe this test waits on.
+	first := exec.Command("sh", "-c", script)
+	first.Env = append(os.Environ(), "SLUICE_CONFORMANCE_STOMP="+stomp, "SLUICE_CONFORMANCE_AMQP="+amqp, "SLUICE_CONFORMANCE_ADMIN="+admin)
+	logFile, err := os.Create(filepath.Join(dir, "first.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	first.Stdout, first.Stderr = logFile, logFile
+	if err := first.Run(); err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	for i := 0; ; i++ {
+		if nc, err := net.DialTimeout("tcp", amqp, time.Second); err == nil {
+			_ = nc.Close()
+			break
+		}
+		if i == 100 {
+			t.Fatalf("the broker does not listen on %s after 10s", amqp)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	firstPid, _ := os.ReadFile(pidFile)
+
+	start := time.Now()
+	out, errOut, err := runConformance(t, "--stomp", stomp, "--amqp", amqp, "--admin", admin,
+		"--only", "restart/persistent-survives", "--restart-cmd", script,
+		"--restart-timeout", "30s", "--timeout", "45s", "-v")
+	if err != nil {
+		t.Fatalf("%v (after %s)\n%s\n%s", err, time.Since(start), out, errOut)
+	}
+	if !strings.Contains(out, "stomp:       1 pass") || !strings.Contains(out, "amqp:        1 pass") {
+		t.Errorf("matrix:\n%s", out)
+	}
+	if n := strings.Count(errOut, "restarted the broker"); n != 2 {
+		t.Errorf("%d restarts logged, want 2:\n%s", n, errOut)
+	}
+	if lastPid, _ := os.ReadFile(pidFile); bytes.Equal(lastPid, firstPid) {
+		t.Errorf("the broker was not restarted: pid %s", lastPid)
+	}
+	if took := time.Since(start); took > 60*time.Second {
+		t.Errorf("two restarts took %s", took)
 	}
 }
