@@ -46,6 +46,7 @@ type conn struct {
 	closeOnce   sync.Once
 	releaseOnce sync.Once
 	failing     atomic.Bool
+	opened      atomic.Bool // our open is queued: a close frame may follow
 	confirmOnce sync.Once
 	confirms    chan pendingConfirm // see confirm.go
 
@@ -114,6 +115,12 @@ func (c *conn) abort() {
 
 // Abort closes the connection with amqp:connection:forced (shutdown).
 func (c *conn) Abort() {
+	if !c.opened.Load() {
+		// No open sent yet (a protocol header or SASL exchange under
+		// way): a close frame would not be understood; end it at once.
+		c.abort()
+		return
+	}
 	if c.failing.CompareAndSwap(false, true) {
 		select {
 		case c.out <- outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: &types.Close{Error: &types.Error{
@@ -443,6 +450,7 @@ func (c *conn) open(o *types.Open) error {
 	c.rd.SetMaxFrameSize(opts.MaxFrameSize)
 	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: reply},
 		setup: &writerSetup{maxFrame: max(o.MaxFrameSize, types.SpecMinMaxFrameSize), heartbeat: heartbeat}})
+	c.opened.Store(true)
 	return err
 }
 

@@ -446,3 +446,27 @@ func TestPreSettledDetachRace(t *testing.T) {
 		t.Fatalf("%d messages left on the queue after %d pre-settled deliveries", got, n)
 	}
 }
+
+// A broker shutting down ends a connection that has not exchanged open
+// frames yet without a frame: a close before the open would not be AMQP.
+func TestShutdownBeforeOpenSendsNoFrame(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	rc := rawDial(t, ts.addr)
+	if err := rc.w.WriteProtocolHeader(frames.NewProtocolHeader(frames.ProtocolAMQP)); err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := rc.r.ReadProtocolHeader(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rc.r.ReadFrame()
+	if err == nil {
+		name, _ := f.Body.Descriptor()
+		t.Fatalf("got %s before any open; want the connection closed", name)
+	}
+}
