@@ -90,7 +90,12 @@ func (p *Producer) SendTo(ctx context.Context, dest message.Destination, m *mess
 	return p.sess.conn.b.send(ctx, p.sess.conn, dest, m, p.Defaults, o)
 }
 
-// SendIn sends m as part of tx: it becomes visible when tx commits.
+// SendIn sends m as part of tx: it becomes visible when tx commits. The
+// message takes its room under the destination's quota now, as a send
+// outside a transaction does: a send over quota fails at once (or after the
+// policy's BlockingSendTimeout) with CodeResourceAllocation, leaving tx
+// open; the room is held until tx commits (the message is then on the
+// destination) or rolls back or is abandoned (the room comes back).
 func (p *Producer) SendIn(ctx context.Context, tx *Txn, dest message.Destination, m *message.Message, o SendOptions) error {
 	if err := p.sess.checkOpen(); err != nil {
 		return err
