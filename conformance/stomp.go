@@ -335,12 +335,17 @@ func (c *stompConn) Send(ctx context.Context, d Dest, m *Message, tx Tx) error {
 	if m.XML {
 		f.Header.Add(shMessageType, "xml")
 	}
+	var typed []string
 	for _, p := range m.Props {
-		s, ok := p.Value.(string)
-		if !ok {
-			return NotExpressible("STOMP headers are strings: property %s is a %T", p.Name, p.Value)
+		if _, ok := p.Value.(string); !ok {
+			typed = append(typed, fmt.Sprintf("%s (%T)", p.Name, p.Value))
 		}
-		f.Header.Add(p.Name, s)
+	}
+	if len(typed) > 0 {
+		return NotExpressible("STOMP headers are strings; the message needs typed properties: %s", strings.Join(typed, ", "))
+	}
+	for _, p := range m.Props {
+		f.Header.Add(p.Name, p.Value.(string))
 	}
 	if tx != nil {
 		st, ok := tx.(*stompTx)
