@@ -138,8 +138,9 @@ time_to_deliver_override = "0 0 0,30 * * *"
 	}
 }
 
-// TestMainProcess is not a test: the child process of TestServeBadConfigExit
-// runs main here with the arguments it is given.
+// TestMainProcess is not a test: child processes (TestServeBadConfigExit,
+// TestConformanceRestartCommand's brokers) run main here with the arguments
+// they are given.
 func TestMainProcess(t *testing.T) {
 	args := os.Getenv("SLUICE_TEST_MAIN_ARGS")
 	if args == "" {
