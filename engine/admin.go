@@ -592,7 +592,7 @@ func (b *Broker) take(q *queue, match func(*ref) bool) []*ref {
 	for _, r := range out {
 		r.state = refGone
 		q.count--
-		q.bytes -= int64(r.msg.Size())
+		q.bytes -= int64(r.size) // what it added, whatever its message's size now
 	}
 	q.quotaCond.Broadcast()
 	return out
@@ -799,12 +799,6 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 	for len(refs) > 0 {
 		n := min(len(refs), AdminBatch)
 		batch := refs[:n]
-		if err := b.checkRoom(d, batch); err != nil {
-			b.restore(q, refs, nil)
-			return moved, err
-		}
-		recs := recsOf(batch)
-		ops := b.storeOpsForRemove(batch, nil)
 		var plan []*ref
 		for _, r := range batch {
 			m := *r.msg // shallow: a message's slices are never modified
@@ -813,6 +807,13 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 			rs, _ := b.route(d, &m)
 			plan = append(plan, rs...)
 		}
+		if err := b.reserveRoom(d, plan); err != nil {
+			b.undoAdd(plan)
+			b.restore(q, refs, nil)
+			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
+		}
+		recs := recsOf(batch)
+		ops := b.storeOpsForRemove(batch, nil)
 		ops = b.storeOpsForAdd(plan, ops)
 		if err := b.update(ctx, ops); err != nil {
 			b.undoAdd(plan)
@@ -830,37 +831,64 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 	return moved, nil
 }
 
-// checkRoom fails when d's quota has no room for refs' messages; a topic
-// is not checked (its subscriptions have no quota of their own).
-func (b *Broker) checkRoom(d *destination, refs []*ref) error {
-	if d.q == nil {
+// reserveRoom reserves room under d's quota for the messages of refs,
+// routed to d by an administrator's move or import, without waiting: a
+// queue's quota is checked for all of them at once, counting the room
+// that sends in progress (and open transactions) have reserved; a topic's
+// quota bounds what its subscriptions hold together (see topic.reserve),
+// checked message by message. On failure some room may be reserved: the
+// caller gives it back with undoAdd(refs), as it does when the store
+// write fails; enqueue turns it into held messages.
+func (b *Broker) reserveRoom(d *destination, refs []*ref) error {
+	if len(refs) == 0 {
 		return nil
 	}
-	return d.q.checkRoom(len(refs), func(yield func(*message.Message) bool) {
-		for _, r := range refs {
-			if !yield(r.msg) {
-				return
-			}
-		}
-	})
-}
-
-func (q *queue) checkRoom(n int, msgs func(func(*message.Message) bool)) error {
-	pol := q.policy()
+	pol := b.policyFor(d.dest)
 	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
 		return nil
 	}
-	var size int64
-	if pol.MaxBytes > 0 {
-		for m := range msgs {
-			size += int64(m.Size())
+	pol.BlockingSendTimeout = 0 // an administrator's request fails at once
+	if d.q != nil {
+		msgs := make([]*message.Message, len(refs))
+		for i, r := range refs {
+			msgs[i] = r.msg
 		}
+		return d.q.reserveAll(msgs, pol)
 	}
+	// A topic: the refs of one message (one per subscription taking it)
+	// are consecutive.
+	for len(refs) > 0 {
+		n := 1
+		for n < len(refs) && refs[n].msg == refs[0].msg {
+			n++
+		}
+		if err := d.t.reserve(refs[0].msg, refs[:n], pol); err != nil {
+			return err
+		}
+		refs = refs[n:]
+	}
+	return nil
+}
+
+// reserveAll reserves room for msgs under pol's quota in one step, or
+// fails with a resource-allocation error when the queue, with the room
+// that sends in progress have reserved, has not enough for all of them.
+func (q *queue) reserveAll(msgs []*message.Message, pol Policy) error {
+	sizes := make([]int64, len(msgs))
+	var size int64
+	for i, m := range msgs {
+		sizes[i] = int64(m.Size())
+		size += sizes[i]
+	}
+	n := int64(len(msgs))
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if (pol.MaxMessages > 0 && q.count+int64(n) > pol.MaxMessages) || (pol.MaxBytes > 0 && q.bytes+size > pol.MaxBytes) {
-		return errorf(CodeResourceAllocation, "destination %s has no room for %d more messages (quota %d messages, %d bytes; it holds %d, %d bytes)",
-			q.dest, n, pol.MaxMessages, pol.MaxBytes, q.count, q.bytes)
+	if (pol.MaxMessages > 0 && q.count+q.resN+n > pol.MaxMessages) || (pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
+		return errorf(CodeResourceAllocation, "destination %s has no room for %d more messages (quota %d messages, %d bytes; it holds %d, %d bytes, and sends in progress reserved %d, %d bytes)",
+			q.dest, n, pol.MaxMessages, pol.MaxBytes, q.count, q.bytes, q.resN, q.resBytes)
+	}
+	for i, m := range msgs {
+		q.reserveLocked(m, sizes[i])
 	}
 	return nil
 }
@@ -1098,33 +1126,17 @@ func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.M
 				m.DeliveryMode = message.NonPersistent
 			}
 			if sub != nil {
-				seq := b.seq.Add(1)
-				r := &ref{msg: m, seq: seq, q: sub.q, deliverAt: m.DeliveryTime}
-				if sub.q.bucket != "" && m.DeliveryMode == message.Persistent {
-					r.rec = &stored{key: seq}
-					r.rec.refs.Store(1)
-				}
-				refs = append(refs, r)
+				refs = append(refs, b.queueRef(sub.q, m))
 				continue
 			}
 			rs, _ := b.route(d, m)
 			refs = append(refs, rs...)
 		}
-		q := d.q
-		if sub != nil {
-			q = sub.q
-		}
-		if q != nil {
-			if err := q.checkRoom(len(refs), func(yield func(*message.Message) bool) {
-				for _, m := range batch {
-					if !yield(m) {
-						return
-					}
-				}
-			}); err != nil {
-				b.undoAdd(refs)
-				return imported, err
-			}
+		// Into a durable subscription, the topic's quota applies: it
+		// bounds what the topic's subscriptions hold together.
+		if err := b.reserveRoom(d, refs); err != nil {
+			b.undoAdd(refs)
+			return imported, fmt.Errorf("import into %s: %w", t, err)
 		}
 		if err := b.update(ctx, b.storeOpsForAdd(refs, nil)); err != nil {
 			b.undoAdd(refs)
