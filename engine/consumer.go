@@ -243,31 +243,39 @@ func (c *Consumer) Receive(ctx context.Context) (message.Delivery, error) {
 	if c.listener.Load() {
 		return message.Delivery{}, errorf(CodeIllegalState, "consumer has a message listener")
 	}
+	r, err := c.await(ctx)
+	if err != nil {
+		if c.closed.Load() {
+			return message.Delivery{}, errorf(CodeConsumerClosed, "consumer closed")
+		}
+		return message.Delivery{}, err
+	}
+	d := c.sess.delivered(c, r, true)
+	c.sess.conn.endDelivery()
+	return d, nil
+}
+
+// await waits for the connection to be started and the next ref, counted
+// as a delivery in progress: the caller ends it with endDelivery. Stop
+// does not wait for an await that has no message: it goes back to waiting
+// for Start.
+func (c *Consumer) await(ctx context.Context) (*ref, error) {
 	conn := c.sess.conn
 	for {
 		stopping, err := conn.beginDelivery(ctx, c.done)
 		if err != nil {
-			if c.closed.Load() {
-				return message.Delivery{}, errorf(CodeConsumerClosed, "consumer closed")
-			}
-			return message.Delivery{}, err
+			return nil, err
 		}
 		c.recvMu.Lock()
 		r, err := c.next(ctx, stopping)
 		c.recvMu.Unlock()
-		if errors.Is(err, errStopped) {
-			// Stop does not wait for a receive that has no message:
-			// it waits for Start again.
-			conn.endDelivery()
-			continue
+		if err == nil {
+			return r, nil
 		}
-		if err != nil {
-			conn.endDelivery()
-			return message.Delivery{}, err
-		}
-		d := c.sess.delivered(c, r, true)
 		conn.endDelivery()
-		return d, nil
+		if !errors.Is(err, errStopped) {
+			return nil, err
+		}
 	}
 }
 
@@ -304,21 +312,9 @@ func (c *Consumer) SetListener(fn func(message.Delivery)) error {
 func (c *Consumer) listen(fn func(message.Delivery)) {
 	defer c.lwg.Done()
 	conn := c.sess.conn
-	ctx := conn.b.ctx
 	for {
-		stopping, err := conn.beginDelivery(ctx, c.done)
+		r, err := c.await(conn.b.ctx)
 		if err != nil {
-			return
-		}
-		c.recvMu.Lock()
-		r, err := c.next(ctx, stopping)
-		c.recvMu.Unlock()
-		if errors.Is(err, errStopped) {
-			conn.endDelivery()
-			continue
-		}
-		if err != nil {
-			conn.endDelivery()
 			return
 		}
 		c.sess.listenMu.Lock()

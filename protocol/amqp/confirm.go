@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
 // Pipelined sends.
@@ -50,15 +51,8 @@ func (c *conn) confirmLater(pc pendingConfirm) {
 // confirmLoop waits for each queued confirmation in turn and sends the
 // dispositions. It ends with the connection.
 func (c *conn) confirmLoop() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := netserve.UntilClosed(c.done)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var run confirmRun
 	for {
 		var pc pendingConfirm

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
 // outItem is one thing for the writer goroutine to write.
@@ -177,15 +178,8 @@ func (c *conn) send(it outItem) bool {
 // again to someone else.
 func (c *conn) flushWrites() {
 	done := make(chan struct{})
-	if !c.send(outItem{marker: true, after: func() { close(done) }}) {
-		return
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-c.done:
-	case <-t.C:
+	if c.send(outItem{marker: true, after: func() { close(done) }}) {
+		netserve.WaitBounded(done, c.done, 5*time.Second)
 	}
 }
 

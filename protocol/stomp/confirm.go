@@ -1,12 +1,12 @@
 package stomp
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 	"github.com/sluicemq/sluice/protocol/stomp/frame"
 )
 
@@ -58,15 +58,8 @@ func (c *conn) later(pc pendingConfirm) bool {
 // confirmLoop handles the queued frames in order. It ends with the
 // connection.
 func (c *conn) confirmLoop() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := netserve.UntilClosed(c.done)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		select {
 		case pc := <-c.confirms.queue:
@@ -97,15 +90,8 @@ func (c *conn) waitConfirms() {
 		return
 	}
 	done := make(chan struct{})
-	if !c.later(pendingConfirm{done: done}) {
-		return
-	}
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-c.done:
-	case <-t.C:
+	if c.later(pendingConfirm{done: done}) {
+		netserve.WaitBounded(done, c.done, 10*time.Second)
 	}
 }
 

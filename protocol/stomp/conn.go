@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 	"github.com/sluicemq/sluice/protocol/stomp/frame"
 )
 
@@ -390,15 +391,8 @@ func (c *conn) receipt(f *frame.Frame) {
 // (or the connection ends, or a few seconds pass).
 func (c *conn) flushWrites() {
 	done := make(chan struct{})
-	if !c.send(outItem{done: done}) {
-		return
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-c.done:
-	case <-t.C:
+	if c.send(outItem{done: done}) {
+		netserve.WaitBounded(done, c.done, 5*time.Second)
 	}
 }
 
