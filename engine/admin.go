@@ -813,7 +813,7 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
 		recs := recsOf(batch)
-		ops := b.storeOpsForRemove(batch, nil)
+		ops := b.storeOpsForUndoableRemove(batch, nil)
 		ops = b.storeOpsForAdd(plan, ops)
 		if err := b.update(ctx, ops); err != nil {
 			b.undoAdd(plan)
@@ -911,7 +911,7 @@ func (b *Broker) DeleteMessages(ctx context.Context, t Target, f Filter) (int, e
 		n := min(len(refs), AdminBatch)
 		batch := refs[:n]
 		recs := recsOf(batch)
-		if err := b.update(ctx, b.storeOpsForRemove(batch, nil)); err != nil {
+		if err := b.update(ctx, b.storeOpsForUndoableRemove(batch, nil)); err != nil {
 			b.restore(q, batch, recs)
 			b.restore(q, refs[n:], nil)
 			return deleted, fmt.Errorf("delete messages of %s: %w", t, err)

@@ -679,7 +679,7 @@ func (b *Broker) moveUndeliverable(ctx context.Context, q *queue, refs []*ref, r
 	}
 	pol := q.policy()
 	recs := recsOf(refs)
-	ops := b.storeOpsForRemove(refs, nil)
+	ops := b.storeOpsForUndoableRemove(refs, nil)
 	var plan []*ref
 	var errDest message.Destination
 	if !pol.ErrorDestination.IsZero() && pol.ErrorDestination != q.dest {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -24,6 +26,14 @@ import (
 
 // earlyLinger is how long a write may wait for its message to be consumed.
 const earlyLinger = time.Millisecond
+
+// earlyAwaitMax bounds how long a removal that may be undone waits for the
+// pending first writes of its messages (awaitEarlyWrites).
+const earlyAwaitMax = 30 * time.Second
+
+// earlyAwaitReplacements bounds how many times awaitEarlyWrites follows a
+// pending write replaced by one carrying a delivery mark (markEarly).
+const earlyAwaitReplacements = 16
 
 // earlyWrite is the pending first write of a message sent early.
 type earlyWrite struct {
@@ -113,4 +123,63 @@ func (b *Broker) markEarly(r *ref, n int32) bool {
 	ops[len(ops)-1] = refRecordOp(r.q.bucket, r, n)
 	ew.pending = sub.Submit(ops, earlyLinger)
 	return true
+}
+
+// storeOpsForUndoableRemove is storeOpsForRemove for a removal that is
+// undone when its store write fails (a move to the error destination, a
+// transaction's acknowledgements, an administrator's move or deletion):
+// it never takes back a message's pending first write (consume before
+// store), but waits for it to be durable and deletes it as part of the
+// removal. Taking the write back first would leave the message, should
+// the removal then fail and the message stay, only in memory, with its
+// producer already told it was consumed.
+func (b *Broker) storeOpsForUndoableRemove(refs []*ref, ops []store.Op) []store.Op {
+	b.awaitEarlyWrites(refs)
+	return b.storeOpsForRemove(refs, ops)
+}
+
+// awaitEarlyWrites waits until no message of refs has a first write that
+// can still be taken back: each is durable, failed, or was taken back by a
+// settlement. It gives up after earlyAwaitMax (the store is stuck; the
+// removal then goes on as storeOpsForRemove would) and logs it.
+func (b *Broker) awaitEarlyWrites(refs []*ref) {
+	var timeout <-chan time.Time
+	for _, r := range refs {
+		if r.rec == nil || r.rec.early == nil {
+			continue
+		}
+		if timeout == nil {
+			t := time.NewTimer(earlyAwaitMax)
+			defer t.Stop()
+			timeout = t.C
+		}
+		ew := r.rec.early
+		for range earlyAwaitReplacements {
+			ew.mu.Lock()
+			p := ew.pending
+			ew.mu.Unlock()
+			select {
+			case <-ew.consumed:
+			case <-p.Done():
+			case <-timeout:
+				b.log.Warn("the first write of a message being moved or removed is still pending; it may be taken back before the move is durable",
+					slog.String("destination", r.q.dest.String()), slog.String("message_id", r.msg.ID), slog.Duration("waited", earlyAwaitMax))
+				return
+			}
+			if !errors.Is(p.Err(), store.ErrWithdrawn) || isClosed(ew.consumed) {
+				break
+			}
+			// Replaced by a write carrying a delivery mark: wait for that.
+		}
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

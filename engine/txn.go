@@ -110,12 +110,13 @@ func (t *Txn) Commit(ctx context.Context) error {
 	plan := sendRefs(sends)
 	recs := recsOf(acks)
 	ops := t.b.storeOpsForAdd(plan, nil)
-	ops = t.b.storeOpsForRemove(acks, ops)
+	ops = t.b.storeOpsForUndoableRemove(acks, ops)
 	if len(ops) > 0 {
 		if err := t.b.store.Update(ctx, ops); err != nil {
 			t.b.undoAdd(plan)
-			// storeOpsForRemove let go of the acknowledged messages' store
-			// records: they are still there, and so are the messages.
+			// storeOpsForUndoableRemove let go of the acknowledged
+			// messages' store records: they are still there, and so are
+			// the messages.
 			for i, r := range acks {
 				if recs[i] != nil && r.rec == nil {
 					recs[i].refs.Add(1)
