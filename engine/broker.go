@@ -885,7 +885,9 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 	q := d.q
 	refs, paged, n := q.purge()
 	recs := recsOf(refs)
-	ops := b.storeOpsForRemove(refs, nil)
+	// Undoable: a refused update puts everything back, so no message's
+	// pending first write may be taken back before the purge is durable.
+	ops := b.storeOpsForUndoableRemove(refs, nil)
 	ops = q.pagedRemoveOps(paged, ops)
 	if len(ops) > 0 && b.store != nil {
 		if err := b.store.Update(ctx, ops); err != nil {
