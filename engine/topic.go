@@ -265,6 +265,9 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 		return nil, err
 	}
 	named := opts.Durable || opts.Shared
+	if !named && conn.SharingPolicy() == Sharable && conn.ClientID() != "" && !opts.NoLocal {
+		return b.subscribeSharable(conn, d, opts, sel), nil
+	}
 	if !named {
 		s := &subscription{topic: d, sel: sel, selSrc: opts.Selector, noLocal: opts.NoLocal, localConn: conn.id, consumers: 1}
 		s.key = fmt.Sprintf("p|%d|%d", conn.id, b.seq.Add(1))
@@ -344,6 +347,32 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 	}
 	d.t.add(s)
 	return s, nil
+}
+
+// subscribeSharable finds or makes the non-durable subscription that the
+// Sharable subscribers of a topic with the same client ID, client ID
+// policy and selector share (seed: "Consumers can share a non-durable
+// subscriptions only if they have the same Client ID and Client ID
+// Policy"): each message goes to one of them. It lasts while it has a
+// subscriber, as any non-durable subscription. Subscribers with noLocal
+// keep subscriptions of their own: whose connection would be local?
+func (b *Broker) subscribeSharable(conn *Connection, d *destination, opts ConsumerOptions, sel *selector.Selector) *subscription {
+	policy, clientID := conn.ClientIDPolicy(), conn.ClientID()
+	key := fmt.Sprintf("w|%d|%q|%q|%q", policy, clientID, d.dest.String(), opts.Selector)
+	b.mu.Lock()
+	if s := b.subs[key]; s != nil && s.consumers > 0 {
+		s.consumers++
+		b.mu.Unlock()
+		return s
+	}
+	s := &subscription{key: key, clientID: clientID, policy: policy, topic: d, sel: sel, selSrc: opts.Selector,
+		localConn: conn.id, shared: true, consumers: 1}
+	s.target = targetOf(sel)
+	s.q = newQueue(b, d.dest, s, "")
+	b.subs[key] = s
+	b.mu.Unlock()
+	d.t.add(s)
+	return s
 }
 
 func targetOf(sel *selector.Selector) string {

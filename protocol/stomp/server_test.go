@@ -586,3 +586,52 @@ func TestAutoAckUnsubscribeOrDisconnectRace(t *testing.T) {
 		})
 	}
 }
+
+// With sharing_policy = "sharable" (and client_id_policy = "unrestricted"),
+// non-durable topic subscribers of two connections with the same client-id
+// share one subscription: each message goes to one of them.
+func TestSharableNonDurableTopicSubscribers(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, stomp.Options{Connection: engine.ConnectionOptions{
+		ClientIDPolicy: engine.Unrestricted, SharingPolicy: engine.Sharable}})
+	var subs []*gostomp.Subscription
+	for range 2 {
+		c := dial(t, addr, gostomp.ConnOpt.Header("client-id", "workers"))
+		sub, err := c.Subscribe("/topic/jobs", gostomp.AckAuto, gostomp.SubscribeOpt.Header("activemq.prefetchSize", "1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	p := dial(t, addr)
+	const n = 20
+	for i := range n {
+		if err := p.Send("/topic/jobs", "text/plain", []byte(fmt.Sprint(i)), gostomp.SendOpt.Receipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Unshared, each subscriber would get all n: the counts would be 2.
+	seen := map[string]int{}
+	deadline := time.After(10 * time.Second)
+	for len(seen) < n {
+		select {
+		case m := <-subs[0].C:
+			seen[string(m.Body)]++
+		case m := <-subs[1].C:
+			seen[string(m.Body)]++
+		case <-deadline:
+			t.Fatalf("received %d of %d messages", len(seen), n)
+		}
+	}
+	for body, k := range seen {
+		if k != 1 {
+			t.Fatalf("message %s delivered %d times to the shared subscription", body, k)
+		}
+	}
+	for i, sub := range subs {
+		select {
+		case m := <-sub.C:
+			t.Fatalf("subscriber %d got an extra message %q", i, m.Body)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
