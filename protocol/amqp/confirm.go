@@ -42,10 +42,20 @@ func (c *conn) confirmLater(pc pendingConfirm) {
 		c.confirms = make(chan pendingConfirm, confirmQueue)
 		go c.confirmLoop()
 	})
+	c.unconfirmed.Add(1)
 	select {
 	case c.confirms <- pc:
 	case <-c.done:
 	}
+}
+
+// confirmNow reports whether the reader should wait for a confirmation
+// itself rather than hand it to the confirmer: when nothing is queued for
+// the confirmer and nothing more has arrived to read, the client is most
+// likely waiting for this very settlement, and the hand-off would only add
+// a goroutine switch to its round trip.
+func (c *conn) confirmNow() bool {
+	return c.unconfirmed.Load() == 0 && c.rd.Buffered() == 0
 }
 
 // confirmLoop waits for each queued confirmation in turn and sends the
@@ -91,6 +101,7 @@ func (r *confirmRun) wait(ctx context.Context, c *conn, pc pendingConfirm) bool 
 		return false
 	}
 	r.add(c, pc, err)
+	c.unconfirmed.Add(-1)
 	return true
 }
 

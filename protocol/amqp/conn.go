@@ -2,6 +2,7 @@ package amqp
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,8 @@ type conn struct {
 	opened      atomic.Bool // our open is queued: a close frame may follow
 	confirmOnce sync.Once
 	confirms    chan pendingConfirm // see confirm.go
+	unconfirmed atomic.Int64        // transfers queued for the confirmer, not yet settled
+	ctx         context.Context     // cancelled when the connection ends
 
 	// Set at open, then read-only.
 	containerID    string
@@ -79,6 +82,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		sessions:  map[uint16]*session{},
 		txns:      map[string]*engine.Txn{},
 		linkNames: map[string]*link{},
+		ctx:       context.Background(), // Run gives it the connection's end
 	}
 }
 
@@ -91,6 +95,9 @@ func remoteAddr(nc net.Conn) string {
 
 // Run serves the connection until it ends.
 func (c *conn) Run() {
+	ctx, cancel := netserve.UntilClosed(c.done)
+	defer cancel()
+	c.ctx = ctx
 	writerDone := make(chan struct{})
 	go func() { c.writeLoop(); close(writerDone) }()
 	err := c.serve()

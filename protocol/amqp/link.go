@@ -849,12 +849,12 @@ func (l *link) received(id uint32, data []byte, settled bool, state types.Delive
 		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
 		return
 	}
-	if !conf.Ready() {
+	if !conf.Ready() && !c.confirmNow() {
 		// Stored in the background: the confirmer settles it (confirm.go).
 		c.confirmLater(pendingConfirm{l: l, id: id, settled: settled, conf: conf})
 		return
 	}
-	if err := conf.Wait(ctx); err != nil {
+	if err := conf.Wait(c.ctx); err != nil {
 		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
 		return
 	}

@@ -61,7 +61,8 @@ type conn struct {
 	tempsRev map[message.Destination]string              // engine destination → client name
 	txns     map[string]*engine.Txn
 
-	confirms confirmer // reader goroutine starts it; see confirm.go
+	confirms confirmer       // reader goroutine starts it; see confirm.go
+	ctx      context.Context // cancelled when the connection ends
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -77,6 +78,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		temps:    map[message.Destination]message.Destination{},
 		tempsRev: map[message.Destination]string{},
 		txns:     map[string]*engine.Txn{},
+		ctx:      context.Background(), // Run gives it the connection's end
 	}
 }
 
@@ -92,6 +94,9 @@ func refuse(msg string, args ...any) error { return &protoError{msg: fmt.Sprintf
 
 // Run serves the connection until it ends.
 func (c *conn) Run() {
+	ctx, cancel := netserve.UntilClosed(c.done)
+	defer cancel()
+	c.ctx = ctx
 	writerDone := make(chan struct{})
 	go func() { c.writeLoop(); close(writerDone) }()
 	err := c.readLoop()
@@ -482,13 +487,15 @@ func (c *conn) handleSend(ctx context.Context, f *frame.Frame) error {
 	if err != nil {
 		return err
 	}
-	if !conf.Ready() {
+	if !conf.Ready() && (c.confirms.pending.Load() > 0 || c.rd.Buffered() > 0) {
 		// Written in the background: the confirmer answers the receipt,
 		// or fails the connection if the write fails (confirm.go).
 		c.later(pendingConfirm{f: f, conf: conf})
 		return errPending
 	}
-	return conf.Wait(ctx)
+	// Nothing queued before it and nothing more to read: the client most
+	// likely waits for this receipt, and waiting here spares it a hand-off.
+	return conf.Wait(c.ctx)
 }
 
 func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {

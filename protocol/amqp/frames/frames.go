@@ -247,6 +247,10 @@ func NewReader(br *bufio.Reader, maxFrameSize uint32) *Reader {
 // SetMaxFrameSize changes the largest frame the Reader accepts.
 func (r *Reader) SetMaxFrameSize(n uint32) { r.maxFrameSize = n }
 
+// Buffered returns how many bytes are read from the connection and not yet
+// taken as frames: 0 means the next read waits for the peer.
+func (r *Reader) Buffered() int { return r.br.Buffered() }
+
 // MaxFrameSize returns the largest frame the Reader accepts.
 func (r *Reader) MaxFrameSize() uint32 { return r.maxFrameSize }
 
