@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
@@ -13,13 +14,20 @@ import (
 // Confirmation is the outcome, still to come, of a message sent with
 // Producer.SendToAsync. A nil Confirmation is a send already confirmed.
 type Confirmation struct {
-	ew   *earlyWrite // nil: confirmed when made
+	ew   *earlyWrite // consume before store
+	add  *orderedAdd // store first
 	dest message.Destination
 }
 
 // Ready reports whether Wait would return at once.
 func (c *Confirmation) Ready() bool {
-	if c == nil || c.ew == nil {
+	if c == nil {
+		return true
+	}
+	if c.add != nil {
+		return isClosed(c.add.done)
+	}
+	if c.ew == nil {
 		return true
 	}
 	select {
@@ -53,7 +61,18 @@ func (c *Confirmation) consumed() bool {
 // be stored, or ctx ends. The message is on its queue either way: a failed
 // confirmation means only that the broker cannot vouch for it.
 func (c *Confirmation) Wait(ctx context.Context) error {
-	if c == nil || c.ew == nil {
+	if c == nil {
+		return nil
+	}
+	if c.add != nil {
+		select {
+		case <-c.add.done:
+			return c.add.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if c.ew == nil {
 		return nil
 	}
 	ew := c.ew
@@ -81,26 +100,92 @@ func (c *Confirmation) Wait(ctx context.Context) error {
 }
 
 // sendAsync is send without waiting for a persistent queue message's
-// write: the message goes on its queue at once, in the order of the calls,
-// and its write commits with others (consume-before-store applies: a
-// consumer's acknowledgement before the commit takes the write back). Sends
-// that cannot go this way (topics, scheduled messages, a store without
-// Submit, consume_before_store off) are made synchronously and return a nil
-// Confirmation.
-func (b *Broker) sendAsync(ctx context.Context, conn *Connection, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) (*Confirmation, error) {
-	d, err := b.prepareSend(conn, dest, m, def, o)
+// write, for sends from s. With consume before store the message goes on
+// its queue at once and its write commits with others (a consumer's
+// acknowledgement before the commit takes the write back); without it the
+// write is submitted at once and the message goes on its queue when the
+// write is durable, after the session's earlier such sends (ordered
+// writes). Either way a session's persistent messages keep their order.
+// Sends that cannot go this way (topics, scheduled messages, a store
+// without Submit) are made synchronously and return a nil Confirmation.
+func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destination, m *message.Message, def ProducerDefaults, o SendOptions) (*Confirmation, error) {
+	d, err := b.prepareSend(s.conn, dest, m, def, o)
 	if err != nil {
 		return nil, err
 	}
-	if b.cfg.ConsumeBeforeStore && d.q != nil && d.q.bucket != "" && m.DeliveryMode == message.Persistent && deliverAt(m) == 0 {
-		r := b.queueRef(d.q, m)
-		linger := time.Duration(0)
-		if r.q.hasEligibleConsumer() {
-			linger = earlyLinger
-		}
-		if c := b.submitEarly(r, linger); c != nil {
-			return c, nil
+	if d.q != nil && d.q.bucket != "" && m.DeliveryMode == message.Persistent && deliverAt(m) == 0 {
+		if sub, ok := b.store.(store.Submitter); ok {
+			r := b.queueRef(d.q, m)
+			if !b.cfg.ConsumeBeforeStore {
+				return s.writes.submit(b, sub, r), nil
+			}
+			linger := time.Duration(0)
+			if r.q.hasEligibleConsumer() {
+				linger = earlyLinger
+			}
+			return b.submitEarly(r, linger), nil
 		}
 	}
 	return nil, b.sendPrepared(ctx, d, m)
+}
+
+// orderedWrites are a session's store-first sends whose writes are not
+// yet durable, in the order sent. A goroutine, running while there are
+// any, puts each message on its queue once its write is durable, in that
+// order, so the messages are never visible before they are on disk and
+// keep their order, while the session goes on sending.
+type orderedWrites struct {
+	mu      sync.Mutex
+	adds    []*orderedAdd
+	running bool
+}
+
+// orderedAdd is one store-first send.
+type orderedAdd struct {
+	r    *ref
+	p    store.Pending
+	done chan struct{} // closed once r is on its queue, or its write failed
+	err  error
+}
+
+// submit submits r's write and queues r to be added once it is durable.
+func (w *orderedWrites) submit(b *Broker, sub store.Submitter, r *ref) *Confirmation {
+	a := &orderedAdd{r: r, done: make(chan struct{})}
+	a.p = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), 0)
+	w.mu.Lock()
+	w.adds = append(w.adds, a)
+	start := !w.running
+	w.running = true
+	w.mu.Unlock()
+	if start {
+		go w.run(b)
+	}
+	return &Confirmation{add: a, dest: r.q.dest}
+}
+
+// run adds the messages in order as their writes become durable; it ends
+// when none is left.
+func (w *orderedWrites) run(b *Broker) {
+	for {
+		w.mu.Lock()
+		if len(w.adds) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		a := w.adds[0]
+		w.mu.Unlock()
+		<-a.p.Done()
+		if err := a.p.Err(); err != nil {
+			b.undoAdd([]*ref{a.r})
+			a.err = fmt.Errorf("store message for %s: %w", a.r.q.dest, err)
+		} else {
+			a.r.q.add(a.r)
+		}
+		close(a.done)
+		w.mu.Lock()
+		w.adds[0] = nil
+		w.adds = w.adds[1:]
+		w.mu.Unlock()
+	}
 }

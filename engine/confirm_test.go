@@ -17,9 +17,13 @@ import (
 // every confirmation comes, and what was confirmed survives a restart,
 // whether or not a consumer takes the messages meanwhile.
 func TestSendToAsyncPipelined(t *testing.T) {
-	for _, withConsumer := range []bool{false, true} {
-		t.Run(fmt.Sprintf("consumer=%v", withConsumer), func(t *testing.T) {
-			h := newPersistent(t, "", engine.Config{ConsumeBeforeStore: true})
+	for _, tc := range []struct{ withConsumer, consumeBeforeStore bool }{
+		{false, true}, {true, true}, {false, false}, {true, false},
+	} {
+		withConsumer := tc.withConsumer
+		t.Run(fmt.Sprintf("consumer=%v,consume_before_store=%v", withConsumer, tc.consumeBeforeStore), func(t *testing.T) {
+			h := newPersistent(t, "", engine.Config{ConsumeBeforeStore: tc.consumeBeforeStore})
+			before := h.st.Stats()
 			const n = 500
 			got := make(chan string, n)
 			var cons *engine.Consumer
@@ -61,6 +65,9 @@ func TestSendToAsyncPipelined(t *testing.T) {
 					t.Fatalf("confirmation %d: Wait returned, Ready is false", i)
 				}
 			}
+			if written := h.st.Stats().Ops - before.Ops; !tc.consumeBeforeStore && written < n {
+				t.Fatalf("consume_before_store off: %d store writes for %d confirmed messages, want every one written", written, n)
+			}
 			next := 0
 			if withConsumer {
 				for b := range got {
@@ -88,42 +95,56 @@ func TestSendToAsyncPipelined(t *testing.T) {
 	}
 }
 
-// A write that fails reaches the producer through its Confirmation.
+// A write that fails reaches the producer through its Confirmation. With
+// consume before store off, the message never shows on its queue.
 func TestSendToAsyncStoreFailure(t *testing.T) {
-	h := newPersistent(t, "", engine.Config{ConsumeBeforeStore: true})
-	h.close()
-	st, _ := openDurable(t, h.dir)
-	fs := &failingSubmitter{Store: st, Submitter: st}
-	b, err := engine.New(context.Background(), engine.Config{Store: fs, AutoCreate: true, ConsumeBeforeStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = b.Close(); _ = st.Close() }()
-	c, err := b.Connect(engine.ConnectionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.CreateSession(engine.AutoAcknowledge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := s.CreateProducer(queueA)
-	ok, err := p.SendToAsync(context.Background(), queueA, text("stored"), engine.SendOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs.fail.Store(true)
-	bad, err := p.SendToAsync(context.Background(), queueA, text("lost disk"), engine.SendOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := ok.Wait(ctx); err != nil {
-		t.Fatalf("first send: %v", err)
-	}
-	if err := bad.Wait(ctx); !errors.Is(err, errDiskGone) {
-		t.Fatalf("send whose write failed: Wait = %v, want the store's error", err)
+	for _, cbs := range []bool{true, false} {
+		t.Run(fmt.Sprintf("consume_before_store=%v", cbs), func(t *testing.T) {
+			h := newPersistent(t, "", engine.Config{ConsumeBeforeStore: cbs})
+			h.close()
+			st, _ := openDurable(t, h.dir)
+			fs := &failingSubmitter{Store: st, Submitter: st}
+			b, err := engine.New(context.Background(), engine.Config{Store: fs, AutoCreate: true, ConsumeBeforeStore: cbs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = b.Close(); _ = st.Close() }()
+			c, err := b.Connect(engine.ConnectionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.CreateSession(engine.AutoAcknowledge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := s.CreateProducer(queueA)
+			ok, err := p.SendToAsync(context.Background(), queueA, text("stored"), engine.SendOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := ok.Wait(ctx); err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			fs.fail.Store(true)
+			bad, err := p.SendToAsync(context.Background(), queueA, text("lost disk"), engine.SendOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bad.Wait(ctx); !errors.Is(err, errDiskGone) {
+				t.Fatalf("send whose write failed: Wait = %v, want the store's error", err)
+			}
+			if !cbs {
+				info, err := b.DestinationInfo(queueA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Messages != 1 {
+					t.Fatalf("queue holds %d messages, want only the stored one", info.Messages)
+				}
+			}
+		})
 	}
 }
 

@@ -116,11 +116,13 @@ func (p *Producer) SendIn(ctx context.Context, tx *Txn, dest message.Destination
 
 // SendToAsync is SendTo without waiting for a persistent message to be
 // stored, for front-ends that pipeline sends (AMQP transfers, STOMP frames
-// with receipts): the message is enqueued before SendToAsync returns, so a
-// producer's messages keep their order, and the Confirmation tells when the
-// broker vouches for it (durable or consumed). Errors known at once
-// (destination, format, quota) are returned here. In a transacted session
-// it is SendTo, confirmed at once.
+// with receipts). The session's messages keep their order (with consume
+// before store a message is enqueued before SendToAsync returns; without,
+// once its write is durable, after the session's earlier ones), and the
+// Confirmation tells when the broker vouches for it (durable or consumed)
+// or that its write failed. Errors known at once (destination, format,
+// quota) are returned here. In a transacted session it is SendTo,
+// confirmed at once.
 func (p *Producer) SendToAsync(ctx context.Context, dest message.Destination, m *message.Message, o SendOptions) (*Confirmation, error) {
 	if err := p.checkSend(dest); err != nil {
 		return nil, err
@@ -128,7 +130,7 @@ func (p *Producer) SendToAsync(ctx context.Context, dest message.Destination, m 
 	if p.sess.mode == Transacted {
 		return nil, p.SendIn(ctx, p.sess.txn, dest, m, o)
 	}
-	return p.sess.conn.b.sendAsync(ctx, p.sess.conn, dest, m, p.Defaults, o)
+	return p.sess.conn.b.sendAsync(ctx, p.sess, dest, m, p.Defaults, o)
 }
 
 // checkSend checks that the producer may send to dest.

@@ -65,6 +65,7 @@ type Session struct {
 	delay     atomic.Int64 // redelivery delay, ns
 	listenMu  sync.Mutex   // one listener at a time per session
 	onErr     atomic.Pointer[func(error)]
+	writes    orderedWrites // asynchronous store-first sends, see confirm.go
 }
 
 // Mode returns the session's acknowledgement mode.

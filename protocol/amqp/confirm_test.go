@@ -24,7 +24,12 @@ type durableServer struct {
 
 func startDurable(t *testing.T, dir string) *durableServer {
 	t.Helper()
-	eng, closeEng := enginetest.Durable(t, dir, engine.Config{AutoCreate: true, ConsumeBeforeStore: true})
+	return startDurableCfg(t, dir, engine.Config{AutoCreate: true, ConsumeBeforeStore: true})
+}
+
+func startDurableCfg(t *testing.T, dir string, cfg engine.Config) *durableServer {
+	t.Helper()
+	eng, closeEng := enginetest.Durable(t, dir, cfg)
 	srv := sluiceamqp.NewServer(eng, sluiceamqp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,9 +50,17 @@ func startDurable(t *testing.T, dir string) *durableServer {
 // server settles every one as accepted (once stored, or consumed), and all
 // of them are there, in order, after a restart.
 func TestPipelinedDurableSendsSurviveRestart(t *testing.T) {
+	for _, cbs := range []bool{true, false} {
+		t.Run(fmt.Sprintf("consume_before_store=%v", cbs), func(t *testing.T) {
+			pipelinedDurableSends(t, engine.Config{AutoCreate: true, ConsumeBeforeStore: cbs})
+		})
+	}
+}
+
+func pipelinedDurableSends(t *testing.T, cfg engine.Config) {
 	const n = 2000
 	dir := t.TempDir()
-	ds := startDurable(t, dir)
+	ds := startDurableCfg(t, dir, cfg)
 	ts := &testServer{addr: ds.addr}
 	c := ts.dial(t, nil)
 	snd := sender(t, session(t, c), "pipelined", nil)
@@ -75,7 +88,7 @@ func TestPipelinedDurableSendsSurviveRestart(t *testing.T) {
 	_ = c.Close()
 	ds.stop()
 
-	ds2 := startDurable(t, dir)
+	ds2 := startDurableCfg(t, dir, cfg)
 	ts2 := &testServer{addr: ds2.addr}
 	rcv := receiver(t, session(t, ts2.dial(t, nil)), "pipelined", &amqp.ReceiverOptions{Credit: 500})
 	for i := range n {
