@@ -28,7 +28,8 @@
 # copies of the peer scripts and configs under OUT, every port moved up by 100
 # and RabbitMQ node name sluicebench, so that another session starting or
 # stopping the shared instances cannot disturb the run),
-# RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
+# SLUICE_CONFIG (a TOML file for `sluice serve --config`, e.g. one with
+# consume_before_store = false), RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
 # one under /tmp), EXTRA (more `sluice bench` flags for every run).
 set -euo pipefail
 
@@ -45,6 +46,7 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 CLIENTS=${CLIENTS:-"go-stomp lean"}
 AMQP_CLIENTS=${AMQP_CLIENTS:-"go-amqp lean"}
 AMQP_PERSISTENT_WINDOWS=${AMQP_PERSISTENT_WINDOWS:-"1000 1"}
+SLUICE_CONFIG=${SLUICE_CONFIG:-}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
 mkdir -p "$OUT"
@@ -115,7 +117,9 @@ AMQ_PID=$(cat "$AMQ_DIR/run/activemq.pid")
 RMQ_PID=$(cat "$RMQ_DIR/run/rabbitmq.pid")
 
 echo "== start sluice"
-"$SLUICE" serve --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --log-level info 2> "$OUT/sluice.log" &
+SLUICE_CONFIG_FLAGS=()
+[ -n "$SLUICE_CONFIG" ] && SLUICE_CONFIG_FLAGS=(--config "$SLUICE_CONFIG")
+"$SLUICE" serve "${SLUICE_CONFIG_FLAGS[@]}" --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --log-level info 2> "$OUT/sluice.log" &
 SLUICE_PID=$!
 SLUICE_ADDR=""
 for _ in $(seq 1 100); do
