@@ -420,13 +420,7 @@ func (l *link) flow(f *types.Flow) error {
 	if f.Drain {
 		l.drainPending = true
 	}
-	var grant int64
-	if l.cons != nil {
-		if need := l.credit - (l.granted - l.queued); need > 0 {
-			l.granted += need
-			grant = need
-		}
-	}
+	grant := l.topUpLocked()
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	if grant > 0 {
@@ -457,6 +451,25 @@ func (l *link) flow(f *types.Flow) error {
 		l.s.c.sendFrame(l.s.ch, fl)
 	}
 	return nil
+}
+
+// topUpLocked returns how much more credit the engine consumer must be
+// given so that what it may dispatch (granted, less what is already
+// handed to the writer) matches the client's link credit, and counts it
+// as granted. It runs on both sides of the race between a client's flow
+// and the count of a delivery just written: a flow that comes before
+// deliver has counted its transfer sees it still in flight, and the
+// delivery's count then grants what that flow could not.
+func (l *link) topUpLocked() int64 {
+	if l.cons == nil {
+		return 0
+	}
+	need := l.credit - (l.granted - l.queued)
+	if need <= 0 {
+		return 0
+	}
+	l.granted += need
+	return need
 }
 
 // drainAnswerLocked returns the flow that answers a drain once every
@@ -545,8 +558,15 @@ func (l *link) deliver(d message.Delivery) {
 	l.sendDelivery(d.Tag, payload)
 	l.mu.Lock()
 	l.queued++
+	grant := int64(0)
+	if !l.drainPending {
+		grant = l.topUpLocked()
+	}
 	fl := l.drainAnswerLocked()
 	l.mu.Unlock()
+	if grant > 0 {
+		l.cons.Flow(int(grant))
+	}
 	if fl != nil {
 		l.s.c.sendFrame(l.s.ch, fl)
 	}
