@@ -344,44 +344,8 @@ func TestQuotaConcurrentSendersNeverOvershoot(t *testing.T) {
 					p.MaxMessages = quota
 				}
 			})
-			producers := make([]*engine.Producer, senders)
-			for g := range producers {
-				p, err := h.session(c, engine.AutoAcknowledge).CreateProducer(queueA)
-				if err != nil {
-					t.Fatal(err)
-				}
-				producers[g] = p
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var accepted, refused atomic.Int64
-			other := make(chan error, senders*each)
-			var wg sync.WaitGroup
-			for g, p := range producers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < each && ctx.Err() == nil; i++ {
-						switch err := p.Send(ctx, fixedID(text("x"), g*each+i), engine.SendOptions{}); {
-						case err == nil:
-							accepted.Add(1)
-						case errors.Is(err, engine.ErrResourceAllocation):
-							refused.Add(1)
-						default:
-							other <- err
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if ctx.Err() != nil {
-				t.Fatal("the sends did not finish within a minute")
-			}
-			close(other)
-			for err := range other {
-				t.Errorf("send failed other than for quota: %v", err)
-			}
-			if a, r := accepted.Load(), refused.Load(); a != quota || r != senders*each-quota {
+			a, r := sendConcurrently(t, h, c, queueA, senders, each)
+			if a != quota || r != senders*each-quota {
 				t.Fatalf("%d sends accepted and %d refused; want %d and %d", a, r, quota, senders*each-quota)
 			}
 			wantHolds(t, h.b, queueA, quota, size)
@@ -540,44 +504,8 @@ func TestTopicQuotaConcurrentPublishers(t *testing.T) {
 			consumer(t, ss, topicT, engine.ConsumerOptions{Durable: true, SubscriptionName: "d"})
 			consumer(t, ss, topicT, engine.ConsumerOptions{})
 			c := h.conn(engine.ConnectionOptions{})
-			producers := make([]*engine.Producer, senders)
-			for g := range producers {
-				p, err := h.session(c, engine.AutoAcknowledge).CreateProducer(topicT)
-				if err != nil {
-					t.Fatal(err)
-				}
-				producers[g] = p
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var accepted, refused atomic.Int64
-			other := make(chan error, senders*each)
-			var wg sync.WaitGroup
-			for g, p := range producers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < each && ctx.Err() == nil; i++ {
-						switch err := p.Send(ctx, fixedID(text("x"), g*each+i), engine.SendOptions{}); {
-						case err == nil:
-							accepted.Add(1)
-						case errors.Is(err, engine.ErrResourceAllocation):
-							refused.Add(1)
-						default:
-							other <- err
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if ctx.Err() != nil {
-				t.Fatal("the publishes did not finish within a minute")
-			}
-			close(other)
-			for err := range other {
-				t.Errorf("publish failed other than for quota: %v", err)
-			}
-			if a, r := accepted.Load(), refused.Load(); a != quota/2 || r != senders*each-quota/2 {
+			a, r := sendConcurrently(t, h, c, topicT, senders, each)
+			if a != quota/2 || r != senders*each-quota/2 {
 				t.Fatalf("%d publishes accepted and %d refused; want %d and %d", a, r, quota/2, senders*each-quota/2)
 			}
 			if in := quotaInfo(t, h.b, topicT); in.Messages != quota {
@@ -781,4 +709,50 @@ func TestUndeliverableKeptWhenStoreRefusesMove(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendConcurrently sends each messages from each of senders producers of
+// connection c to dest at once, within a minute, and returns how many sends
+// were accepted and how many refused for lack of room; any other failure
+// fails the test.
+func sendConcurrently(t *testing.T, h *harness, c *engine.Connection, dest message.Destination, senders, each int) (accepted, refused int64) {
+	t.Helper()
+	producers := make([]*engine.Producer, senders)
+	for g := range producers {
+		p, err := h.session(c, engine.AutoAcknowledge).CreateProducer(dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		producers[g] = p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ok, full atomic.Int64
+	other := make(chan error, senders*each)
+	var wg sync.WaitGroup
+	for g, p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each && ctx.Err() == nil; i++ {
+				switch err := p.Send(ctx, fixedID(text("x"), g*each+i), engine.SendOptions{}); {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, engine.ErrResourceAllocation):
+					full.Add(1)
+				default:
+					other <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the sends to %s did not finish within a minute", dest)
+	}
+	close(other)
+	for err := range other {
+		t.Errorf("send to %s failed other than for quota: %v", dest, err)
+	}
+	return ok.Load(), full.Load()
 }
