@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -17,6 +18,12 @@ type Confirmation struct {
 	ew   *earlyWrite // consume before store
 	add  *orderedAdd // store first
 	dest message.Destination
+
+	// Consume before store: the message, taken off its queue when its
+	// write fails (once).
+	b        *Broker
+	r        *ref
+	takeOnce sync.Once
 }
 
 // Ready reports whether Wait would return at once.
@@ -58,8 +65,9 @@ func (c *Confirmation) consumed() bool {
 }
 
 // Wait returns once the message is durable or consumed (nil), or could not
-// be stored, or ctx ends. The message is on its queue either way: a failed
-// confirmation means only that the broker cannot vouch for it.
+// be stored (the message is then taken off its queue unless a consumer has
+// it), or ctx ends (the outcome is then followed in the background, so a
+// failed write still takes its message back).
 func (c *Confirmation) Wait(ctx context.Context) error {
 	if c == nil {
 		return nil
@@ -84,6 +92,9 @@ func (c *Confirmation) Wait(ctx context.Context) error {
 		case <-ew.consumed:
 			return nil
 		case <-ctx.Done():
+			// Nobody waits any more: a write that fails must still take
+			// its message back (takeBack), so follow it to its end.
+			go func() { _ = c.Wait(context.Background()) }()
 			return ctx.Err()
 		case <-p.Done():
 		}
@@ -94,9 +105,26 @@ func (c *Confirmation) Wait(ctx context.Context) error {
 			// Taken back for a settlement (consumed is closed) or replaced
 			// by a write with a delivery mark: look again.
 		default:
+			c.takeBack()
 			return fmt.Errorf("store message for %s: %w", c.dest, err)
 		}
 	}
+}
+
+// takeBack takes a message whose write failed off its queue, unless a
+// consumer has it already: its producer is told the send failed and may
+// send it again, so it should not be delivered as well.
+func (c *Confirmation) takeBack() {
+	if c.b == nil || c.r == nil {
+		return
+	}
+	c.takeOnce.Do(func() {
+		r := c.r
+		if n := len(c.b.take(r.q, func(x *ref) bool { return x == r })); n > 0 {
+			c.b.log.Warn("a message whose write failed was taken off its queue",
+				slog.String("destination", r.q.dest.String()), slog.String("message_id", r.msg.ID))
+		}
+	})
 }
 
 // sendAsync is send without waiting for a persistent queue message's

@@ -68,7 +68,7 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 	ew.pending = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), linger)
 	r.rec.early = ew
 	r.q.add(r)
-	return &Confirmation{ew: ew, dest: r.q.dest}
+	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r}
 }
 
 // hasEligibleConsumer reports whether a consumer could take a message now.

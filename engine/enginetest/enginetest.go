@@ -1,15 +1,20 @@
 // Package enginetest opens engines for the tests of the packages built on
 // the engine (the protocol front-ends): a broker over the real durable
 // store, as `sluice serve` opens it, that a test can close and open again
-// on the same directory to check what survives a restart.
+// on the same directory to check what survives a restart, and can make
+// refuse writes to check what a client is told when the disk fails.
 package enginetest
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/store"
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/engine/store/journal"
 )
@@ -18,6 +23,19 @@ import (
 // (cfg.Store is replaced). close closes the broker and then the store; it
 // runs at the test's cleanup too, and a second call does nothing.
 func Durable(tb testing.TB, dir string, cfg engine.Config) (b *engine.Broker, close func()) {
+	tb.Helper()
+	b, _, close = open(tb, dir, cfg, false)
+	return b, close
+}
+
+// DurableFaults is Durable with a Faults store between the broker and the
+// journal: the test decides when writes fail.
+func DurableFaults(tb testing.TB, dir string, cfg engine.Config) (b *engine.Broker, faults *Faults, close func()) {
+	tb.Helper()
+	return open(tb, dir, cfg, true)
+}
+
+func open(tb testing.TB, dir string, cfg engine.Config, withFaults bool) (*engine.Broker, *Faults, func()) {
 	tb.Helper()
 	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{})
 	if err != nil {
@@ -28,15 +46,20 @@ func Durable(tb testing.TB, dir string, cfg engine.Config) (b *engine.Broker, cl
 		_ = bs.Close()
 		tb.Fatalf("open journal in %s: %v", dir, err)
 	}
+	var faults *Faults
 	cfg.Store = js
-	b, err = engine.New(context.Background(), cfg)
+	if withFaults {
+		faults = &Faults{Store: js, sub: js}
+		cfg.Store = faults
+	}
+	b, err := engine.New(context.Background(), cfg)
 	if err != nil {
 		_ = js.Close()
 		_ = bs.Close()
 		tb.Fatalf("open broker on %s: %v", dir, err)
 	}
 	closed := false
-	close = func() {
+	closeAll := func() {
 		if closed {
 			return
 		}
@@ -45,6 +68,58 @@ func Durable(tb testing.TB, dir string, cfg engine.Config) (b *engine.Broker, cl
 		_ = js.Close()
 		_ = bs.Close()
 	}
-	tb.Cleanup(close)
-	return b, close
+	tb.Cleanup(closeAll)
+	return b, faults, closeAll
 }
+
+// ErrInjected is the failure of a write that a Faults store refuses.
+var ErrInjected = errors.New("enginetest: injected store failure")
+
+// Faults is a store over another that refuses every write while failing
+// is set: Update returns ErrInjected, Submit a Pending already failed with
+// it. Reads go through.
+type Faults struct {
+	store.Store
+	sub     store.Submitter
+	failing atomic.Bool
+	delay   atomic.Int64 // ns before a refused Submit reports its failure
+}
+
+// Fail makes the store refuse writes (true) or take them again (false).
+func (f *Faults) Fail(on bool) { f.failing.Store(on) }
+
+// FailAfter makes the store refuse writes, a submitted write reporting its
+// failure only after d, as a disk would after trying.
+func (f *Faults) FailAfter(d time.Duration) {
+	f.delay.Store(int64(d))
+	f.failing.Store(true)
+}
+
+// Update refuses ops while failing, else passes them on.
+func (f *Faults) Update(ctx context.Context, ops []store.Op) error {
+	if f.failing.Load() {
+		return ErrInjected
+	}
+	return f.Store.Update(ctx, ops)
+}
+
+// Submit refuses ops while failing, else passes them on.
+func (f *Faults) Submit(ops []store.Op, linger time.Duration) store.Pending {
+	if f.failing.Load() {
+		p := failed{done: make(chan struct{})}
+		if d := time.Duration(f.delay.Load()); d > 0 {
+			time.AfterFunc(d, func() { close(p.done) })
+		} else {
+			close(p.done)
+		}
+		return p
+	}
+	return f.sub.Submit(ops, linger)
+}
+
+// failed is a Pending that fails with ErrInjected once done closes.
+type failed struct{ done chan struct{} }
+
+func (p failed) Done() <-chan struct{} { return p.done }
+func (failed) Err() error              { return ErrInjected }
+func (failed) Withdraw() bool          { return false }

@@ -69,9 +69,11 @@ func (c *conn) confirmLoop() {
 		select {
 		case pc = <-c.confirms:
 		case <-c.done:
+			c.abandonConfirms(ctx)
 			return
 		}
 		if !run.wait(ctx, c, pc) {
+			c.abandonConfirms(ctx)
 			return
 		}
 		// Take what else is queued; settle what is ready as one run and
@@ -83,6 +85,7 @@ func (c *conn) confirmLoop() {
 					run.flush(c)
 				}
 				if !run.wait(ctx, c, pc) {
+					c.abandonConfirms(ctx)
 					return
 				}
 			default:
@@ -90,6 +93,21 @@ func (c *conn) confirmLoop() {
 			}
 		}
 		run.flush(c)
+	}
+}
+
+// abandonConfirms hands what is still queued to the engine once the
+// connection has ended (ctx is done): Wait on a done context follows each
+// confirmation to its end in the background, so a message whose write
+// fails is still taken off its queue.
+func (c *conn) abandonConfirms(ctx context.Context) {
+	for {
+		select {
+		case pc := <-c.confirms:
+			_ = pc.conf.Wait(ctx)
+		default:
+			return
+		}
 	}
 }
 

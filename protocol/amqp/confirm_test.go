@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,13 @@ func startDurable(t *testing.T, dir string) *durableServer {
 func startDurableCfg(t *testing.T, dir string, cfg engine.Config) *durableServer {
 	t.Helper()
 	eng, closeEng := enginetest.Durable(t, dir, cfg)
+	return serveEngine(t, eng, closeEng)
+}
+
+// serveEngine serves AMQP on eng at 127.0.0.1:0; stop shuts the server
+// down, then calls closeEng.
+func serveEngine(t *testing.T, eng *engine.Broker, closeEng func()) *durableServer {
+	t.Helper()
 	srv := sluiceamqp.NewServer(eng, sluiceamqp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -136,4 +144,56 @@ func TestNoDispositionAfterEnd(t *testing.T) {
 		}
 		_ = rc.nc.Close()
 	}
+}
+
+// A durable message whose write fails is rejected with the store's error,
+// whether the server settles it from the reader or from the confirmer (a
+// window in flight); it is not delivered as well, and the link, the
+// connection and the broker carry on once the disk is back.
+func TestDurableSendWriteFailureRejected(t *testing.T) {
+	eng, faults, closeEng := enginetest.DurableFaults(t, t.TempDir(), engine.Config{AutoCreate: true, ConsumeBeforeStore: true})
+	ds := serveEngine(t, eng, closeEng)
+	ts := &testServer{addr: ds.addr}
+	c := ts.dial(t, nil)
+	snd := sender(t, session(t, c), "faulty", nil)
+	durable := func(v string) *amqp.Message {
+		m := text(v)
+		m.Header = &amqp.MessageHeader{Durable: true}
+		return m
+	}
+	send(t, snd, durable("before"))
+
+	faults.FailAfter(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var receipts []amqp.SendReceipt
+	for i := range 20 {
+		r, err := snd.SendWithReceipt(ctx, durable(fmt.Sprint("lost-", i)), nil)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		receipts = append(receipts, r)
+	}
+	for i, r := range receipts {
+		st, err := r.Wait(ctx)
+		if err != nil {
+			t.Fatalf("settlement of %d: %v", i, err)
+		}
+		rej, ok := st.(*amqp.StateRejected)
+		if !ok || rej.Error == nil || !strings.Contains(rej.Error.Description, "injected store failure") {
+			t.Fatalf("settlement of %d: %#v, want rejected with the store's error", i, st)
+		}
+	}
+
+	faults.Fail(false)
+	send(t, snd, durable("after"))
+	rcv := receiver(t, session(t, ts.dial(t, nil)), "faulty", &amqp.ReceiverOptions{Credit: 10})
+	for _, want := range []string{"before", "after"} {
+		m := recv(t, rcv)
+		if m.Value != want {
+			t.Fatalf("got %v, want %s: a rejected message was delivered", m.Value, want)
+		}
+		accept(t, rcv, m)
+	}
+	recvNone(t, rcv, 100*time.Millisecond)
 }

@@ -78,7 +78,18 @@ func (c *conn) confirmLoop() {
 			}
 			c.confirms.pending.Add(-1)
 		case <-c.done:
-			return
+			// Hand what is still queued to the engine: Wait on a done
+			// context follows each confirmation to its end in the
+			// background, so a message whose write fails is still taken
+			// off its queue.
+			for {
+				select {
+				case pc := <-c.confirms.queue:
+					_ = pc.conf.Wait(ctx)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
