@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/enginetest"
 	"github.com/sluicemq/sluice/engine/message"
-	"github.com/sluicemq/sluice/engine/store"
 )
 
 // SendToAsync pipelines persistent sends: the messages keep their order,
@@ -101,15 +100,7 @@ func TestSendToAsyncPipelined(t *testing.T) {
 func TestSendToAsyncStoreFailure(t *testing.T) {
 	for _, cbs := range []bool{true, false} {
 		t.Run(fmt.Sprintf("consume_before_store=%v", cbs), func(t *testing.T) {
-			h := newPersistent(t, "", engine.Config{ConsumeBeforeStore: cbs})
-			h.close()
-			st, _ := openDurable(t, h.dir)
-			fs := &failingSubmitter{Store: st, Submitter: st}
-			b, err := engine.New(context.Background(), engine.Config{Store: fs, AutoCreate: true, ConsumeBeforeStore: cbs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = b.Close(); _ = st.Close() }()
+			b, faults, _ := enginetest.DurableFaults(t, t.TempDir(), engine.Config{AutoCreate: true, ConsumeBeforeStore: cbs})
 			c, err := b.Connect(engine.ConnectionOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -128,12 +119,12 @@ func TestSendToAsyncStoreFailure(t *testing.T) {
 			if err := ok.Wait(ctx); err != nil {
 				t.Fatalf("first send: %v", err)
 			}
-			fs.fail.Store(true)
+			faults.Fail(true)
 			bad, err := p.SendToAsync(context.Background(), queueA, text("lost disk"), engine.SendOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := bad.Wait(ctx); !errors.Is(err, errDiskGone) {
+			if err := bad.Wait(ctx); !errors.Is(err, enginetest.ErrInjected) {
 				t.Fatalf("send whose write failed: Wait = %v, want the store's error", err)
 			}
 			// Its producer is told the send failed: the message is not
@@ -148,29 +139,3 @@ func TestSendToAsyncStoreFailure(t *testing.T) {
 		})
 	}
 }
-
-var errDiskGone = errors.New("disk gone")
-
-// failingSubmitter fails every Submit once fail is set.
-type failingSubmitter struct {
-	store.Store
-	store.Submitter
-	fail atomic.Bool
-}
-
-func (f *failingSubmitter) Submit(ops []store.Op, linger time.Duration) store.Pending {
-	if f.fail.Load() {
-		return failedPending{}
-	}
-	return f.Submitter.Submit(ops, linger)
-}
-
-type failedPending struct{}
-
-func (failedPending) Done() <-chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}
-func (failedPending) Err() error     { return errDiskGone }
-func (failedPending) Withdraw() bool { return false }
