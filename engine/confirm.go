@@ -34,13 +34,8 @@ func (c *Confirmation) Ready() bool {
 	if c.add != nil {
 		return isClosed(c.add.done)
 	}
-	if c.ew == nil {
+	if c.ew == nil || isClosed(c.ew.consumed) {
 		return true
-	}
-	select {
-	case <-c.ew.consumed:
-		return true
-	default:
 	}
 	c.ew.mu.Lock()
 	p := c.ew.pending
@@ -49,16 +44,7 @@ func (c *Confirmation) Ready() bool {
 	case <-p.Done():
 		// A write withdrawn to be replaced by one carrying a delivery mark
 		// is not an outcome yet.
-		return !errors.Is(p.Err(), store.ErrWithdrawn) || c.consumed()
-	default:
-		return false
-	}
-}
-
-func (c *Confirmation) consumed() bool {
-	select {
-	case <-c.ew.consumed:
-		return true
+		return !errors.Is(p.Err(), store.ErrWithdrawn) || isClosed(c.ew.consumed)
 	default:
 		return false
 	}
