@@ -12,8 +12,9 @@ import (
 // Pipelined sends.
 //
 // The reader hands each incoming message to the engine with SendToAsync,
-// which enqueues it at once, and goes on reading: a persistent message's
-// write commits in the background, with those of other transfers. The
+// which keeps the messages in arrival order, and goes on reading: a
+// persistent message's write commits in the background, with those of
+// other transfers. The
 // confirmer goroutine waits for the engine to vouch for each message, in
 // arrival order, and settles the transfers, a run of accepted deliveries
 // of one link in one disposition. So a producer with a credit window keeps
