@@ -98,21 +98,13 @@ func (c *conn) Run() {
 	ctx, cancel := netserve.UntilClosed(c.done)
 	defer cancel()
 	c.ctx = ctx
-	writerDone := make(chan struct{})
-	go func() { c.writeLoop(); close(writerDone) }()
-	err := c.serve()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.log.Debug("amqp connection ended", slog.Any("err", err))
-	}
-	if c.failing.Load() {
-		// Let the writer deliver the close frame; it ends the connection.
-		select {
-		case <-writerDone:
-		case <-time.After(5 * time.Second):
-		}
-	}
-	c.shutdown()
-	<-writerDone
+	netserve.RunLoops(netserve.Loops{
+		Read:     c.serve,
+		Write:    c.writeLoop,
+		Failing:  c.failing.Load, // a close frame with an error is on its way
+		Shutdown: c.shutdown,
+		Ended:    func(err error) { c.log.Debug("amqp connection ended", slog.Any("err", err)) },
+	})
 }
 
 // abort ends the connection at once.

@@ -97,21 +97,13 @@ func (c *conn) Run() {
 	ctx, cancel := netserve.UntilClosed(c.done)
 	defer cancel()
 	c.ctx = ctx
-	writerDone := make(chan struct{})
-	go func() { c.writeLoop(); close(writerDone) }()
-	err := c.readLoop()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.log.Debug("stomp connection ended", slog.Any("err", err))
-	}
-	if c.failing.Load() {
-		// Let the writer deliver the ERROR frame; it closes the connection.
-		select {
-		case <-writerDone:
-		case <-time.After(5 * time.Second):
-		}
-	}
-	c.shutdown()
-	<-writerDone
+	netserve.RunLoops(netserve.Loops{
+		Read:     c.readLoop,
+		Write:    c.writeLoop,
+		Failing:  c.failing.Load, // an ERROR frame is on its way
+		Shutdown: c.shutdown,
+		Ended:    func(err error) { c.log.Debug("stomp connection ended", slog.Any("err", err)) },
+	})
 }
 
 // Abort closes the connection from the server side.
