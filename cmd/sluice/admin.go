@@ -638,6 +638,18 @@ func (c *adminClient) browseCmd() *cobra.Command {
 	return cmd
 }
 
+// selection resolves the target of a move or delete and the messages it
+// selects: the API path, the label to print, and the request body.
+func selection(t *admTarget, s *admSelect, args []string) (path, label string, body map[string]any, err error) {
+	if path, label, err = t.path(args); err != nil {
+		return "", "", nil, err
+	}
+	if body, err = s.body(); err != nil {
+		return "", "", nil, err
+	}
+	return path, label, body, nil
+}
+
 func (c *adminClient) moveCmd() *cobra.Command {
 	var t admTarget
 	var s admSelect
@@ -647,11 +659,7 @@ func (c *adminClient) moveCmd() *cobra.Command {
 		Short: "Move waiting messages to another queue or topic",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, label, err := t.path(args)
-			if err != nil {
-				return err
-			}
-			body, err := s.body()
+			p, label, body, err := selection(&t, &s, args)
 			if err != nil {
 				return err
 			}
@@ -685,11 +693,7 @@ func (c *adminClient) deleteMessagesCmd() *cobra.Command {
 		Short: "Delete waiting messages of a queue or durable subscription",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, label, err := t.path(args)
-			if err != nil {
-				return err
-			}
-			body, err := s.body()
+			p, label, body, err := selection(&t, &s, args)
 			if err != nil {
 				return err
 			}
