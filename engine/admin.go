@@ -175,8 +175,10 @@ func (b *Broker) DestinationInfo(dest message.Destination) (DestinationInfo, err
 
 // ConnectionInfo describes a client connection.
 type ConnectionInfo struct {
-	ID         uint64
-	ClientID   string
+	ID       uint64
+	ClientID string
+	// User is the authenticated user; "" when anonymous or security is off.
+	User       string
 	RemoteAddr string
 	Protocol   string
 	Started    bool
@@ -207,7 +209,7 @@ type ConsumerInfo struct {
 }
 
 func (c *Connection) info() ConnectionInfo {
-	in := ConnectionInfo{ID: c.id, RemoteAddr: c.opts.RemoteAddr, Protocol: c.opts.Protocol,
+	in := ConnectionInfo{ID: c.id, User: c.opts.User, RemoteAddr: c.opts.RemoteAddr, Protocol: c.opts.Protocol,
 		Started: c.started.Load(), Created: c.created}
 	c.mu.Lock()
 	in.ClientID = c.clientID

@@ -182,6 +182,7 @@ func (b *Broker) Connect(opts ConnectionOptions) (*Connection, error) {
 			return nil, err
 		}
 	}
+	b.log.Info("connection opened", c.logAttrs()...)
 	return c, nil
 }
 
@@ -334,6 +335,11 @@ func (b *Broker) resolve(dest message.Destination, conn *Connection, consuming b
 	if !b.cfg.AutoCreate {
 		return nil, errorf(CodeInvalidDestination, "destination %s does not exist", dest)
 	}
+	if conn != nil {
+		if err := conn.authorize(ActionCreate, dest); err != nil {
+			return nil, err
+		}
+	}
 	d, _, err := b.createDestination(context.Background(), dest)
 	return d, err
 }
@@ -398,6 +404,7 @@ func (b *Broker) stamp(d *destination, conn *Connection, m *message.Message, def
 	m.Destination = d.dest
 	m.Timestamp = now
 	m.Producer = conn.id
+	conn.stampUserID(m)
 	if m.ID == "" {
 		var buf [64]byte
 		m.ID = string(strconv.AppendUint(append(buf[:0], b.idPrefix...), b.seq.Add(1), 10))

@@ -26,6 +26,9 @@ func (s *Session) CreateBrowser(dest message.Destination, sel string) (*Browser,
 	if dest.Kind.IsTopic() {
 		return nil, errorf(CodeInvalidDestination, "topics cannot be browsed: only queue messages can (%s)", dest)
 	}
+	if err := s.conn.authorize(ActionBrowse, dest); err != nil {
+		return nil, err
+	}
 	compiled, err := compileSelector(sel)
 	if err != nil {
 		return nil, err

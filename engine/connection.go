@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,13 @@ type ConnectionOptions struct {
 	// RemoteAddr and Protocol describe the client, for the admin API.
 	RemoteAddr string
 	Protocol   string
+	// User is the user the front-end authenticated; "" is anonymous. It is
+	// shown by the admin API, logged, and stamped as JMSXUserID when the
+	// broker's Config.StampUserID asks for it.
+	User string
+	// Permissions decide what the connection may do (see Action); nil
+	// allows everything.
+	Permissions Permissions
 }
 
 // MetaData is the connection metadata of JMS (seed Table 6-2).
@@ -99,6 +107,8 @@ type Connection struct {
 	onErr    func(error)
 	created  time.Time
 	nextSess uint64
+
+	decisions decisions // authorization answers; its own lock, a leaf
 }
 
 // ID returns the broker-unique connection number.
@@ -431,5 +441,20 @@ func (c *Connection) Close() error {
 		_ = c.b.deleteDestination(context.Background(), dest, true)
 	}
 	c.b.releaseConnection(c)
+	c.b.log.Info("connection closed", c.logAttrs()...)
 	return nil
+}
+
+// logAttrs describe the connection in log lines: its number, protocol,
+// remote address, user and client ID (never a credential).
+func (c *Connection) logAttrs() []any {
+	user := c.opts.User
+	if user == "" {
+		user = "anonymous"
+	}
+	c.mu.Lock()
+	clientID := c.clientID
+	c.mu.Unlock()
+	return []any{slog.Uint64("connection", c.id), slog.String("protocol", c.opts.Protocol),
+		slog.String("remote", c.opts.RemoteAddr), slog.String("user", user), slog.String("client_id", clientID)}
 }

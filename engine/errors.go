@@ -29,6 +29,9 @@ const (
 	CodeTransactionRolledBack
 	// CodeConsumerClosed is a consumer closed by the broker (ConsumerClosedException).
 	CodeConsumerClosed
+	// CodeSecurity is an action the connection's user may not take
+	// (JMSSecurityException).
+	CodeSecurity
 )
 
 // String returns the JMS exception name of the code.
@@ -50,6 +53,8 @@ func (c Code) String() string {
 		return "TransactionRolledBackException"
 	case CodeConsumerClosed:
 		return "ConsumerClosedException"
+	case CodeSecurity:
+		return "JMSSecurityException"
 	}
 	return "JMSException"
 }

@@ -107,6 +107,13 @@ type Config struct {
 	// delivery time, or its timestamp): the delivery-latency metric. It runs
 	// on the delivery path, so it must be cheap and never block.
 	ObserveDelivery func(dest message.Destination, wait time.Duration)
+	// ObserveDenied, when set, is told of every action a connection's
+	// Permissions refuse, with the connection's protocol: the
+	// authorization-denied metric.
+	ObserveDenied func(protocol string, a Action)
+	// StampUserID sets every sent message's JMSXUserID to its connection's
+	// authenticated user, replacing whatever the client put there.
+	StampUserID bool
 	// ConsumeBeforeStore lets a persistent message sent to a queue with a
 	// waiting consumer be delivered while its write lingers, and never be
 	// written when it is acknowledged first: its producer is confirmed once

@@ -103,6 +103,9 @@ func (p *Producer) SendIn(ctx context.Context, tx *Txn, dest message.Destination
 	if dest.IsZero() {
 		dest = p.dest
 	}
+	if err := p.sess.conn.authorize(ActionSend, dest); err != nil {
+		return err
+	}
 	b := p.sess.conn.b
 	d, err := b.resolve(dest, p.sess.conn, false)
 	if err != nil {
@@ -144,5 +147,5 @@ func (p *Producer) checkSend(dest message.Destination) error {
 	if dest.IsZero() {
 		return errorf(CodeInvalidDestination, "no destination given")
 	}
-	return nil
+	return p.sess.conn.authorize(ActionSend, dest)
 }

@@ -378,6 +378,9 @@ func (s *Session) CreateProducer(dest message.Destination) (*Producer, error) {
 		return nil, err
 	}
 	if !dest.IsZero() {
+		if err := s.conn.authorize(ActionSend, dest); err != nil {
+			return nil, err
+		}
 		if _, err := s.conn.b.resolve(dest, s.conn, false); err != nil {
 			return nil, err
 		}
@@ -392,6 +395,13 @@ func (s *Session) CreateConsumer(dest message.Destination, opts ConsumerOptions)
 		return nil, err
 	}
 	b := s.conn.b
+	action := ActionConsume
+	if dest.Kind.IsTopic() {
+		action = ActionSubscribe
+	}
+	if err := s.conn.authorize(action, dest); err != nil {
+		return nil, err
+	}
 	sel, err := compileSelector(opts.Selector)
 	if err != nil {
 		return nil, err

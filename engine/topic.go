@@ -317,6 +317,15 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 			b.mu.Unlock()
 			return s, nil
 		}
+	}
+	// From here the named subscription is made, or made anew: that is the
+	// durable action (lock order: Broker.mu, then the connection's
+	// decisions).
+	if err := conn.authorize(ActionDurable, dest); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if s != nil {
 		// Re-created with a different topic, selector or noLocal: the old
 		// subscription and its messages go.
 		delete(b.subs, key)
@@ -410,6 +419,10 @@ func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string)
 	if s == nil {
 		b.mu.Unlock()
 		return errorf(CodeInvalidDestination, "no durable subscription %q for client ID %q", name, conn.ClientID())
+	}
+	if err := conn.authorize(ActionDurable, s.topic.dest); err != nil {
+		b.mu.Unlock()
+		return err
 	}
 	if s.consumers > 0 {
 		b.mu.Unlock()
