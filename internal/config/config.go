@@ -66,11 +66,17 @@ type Config struct {
 	// Admin holds the credentials of the admin listener (API, console,
 	// metrics). Without any, the admin listener may only bind loopback.
 	Admin Admin `toml:"admin"`
+	// Security holds the messaging users, roles and grants.
+	Security Security `toml:"security"`
 	// ConfiguredDestinations exist from the start, with their creation
 	// times (WebLogic's CreationTime): at restart, persistent messages of an
 	// older incarnation are discarded, and a store holding a newer one stops
 	// the broker.
 	ConfiguredDestinations []ConfiguredDestination `toml:"configured_destination"`
+
+	// file is the file the configuration was read from, for positions in
+	// errors; "" when none.
+	file string
 }
 
 // ConfiguredDestination is one [[configured_destination]] section.
@@ -189,6 +195,7 @@ func Default() Config {
 		ExpiryScanInterval:     Duration(time.Second),
 		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},
+		Security:               defaultSecurity(),
 	}
 }
 
@@ -210,6 +217,7 @@ func Load(file string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("read config %s: unknown keys: %s", file, strings.Join(keys, ", "))
 	}
+	cfg.file = file
 	return cfg, nil
 }
 
@@ -264,6 +272,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
 	errs = append(errs, c.Admin.validate()...)
+	errs = append(errs, c.validateSecurity()...)
 	if _, err := c.EngineDestinations(); err != nil {
 		errs = append(errs, err)
 	}

@@ -46,7 +46,30 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default", func(c *Config) {}, nil},
 		{"listeners disabled", func(c *Config) { c.Listeners = Listeners{} }, nil},
-		{"ephemeral ports", func(c *Config) { c.Listeners = Listeners{"127.0.0.1:0", ":0", "[::1]:0"} }, nil},
+		{"ephemeral ports", func(c *Config) { c.Listeners = Listeners{"127.0.0.1:0", "localhost:0", "[::1]:0"} }, nil},
+		{"network listener without users", func(c *Config) { c.Listeners.AMQP = ":0" },
+			[]string{"listeners.amqp :0 is not a loopback address", "no users", "allow_insecure_network"}},
+		{"network listener with the risk accepted", func(c *Config) {
+			c.Listeners.STOMP = "0.0.0.0:0"
+			c.Security.AllowInsecureNetwork = true
+		}, nil},
+		{"network listener with anonymous access", func(c *Config) {
+			c.Listeners.STOMP = "0.0.0.0:0"
+			c.Security = Security{AnonymousRole: "dev", Users: []SecurityUser{{Name: "a", PasswordHash: testHash}},
+				Grants: []SecurityGrant{{Role: "dev", Match: "*", Actions: []string{"send"}}}}
+		}, []string{"listeners.stomp 0.0.0.0:0", `anonymous_role "dev"`}},
+		{"network listener with users", func(c *Config) {
+			c.Listeners.STOMP = "0.0.0.0:0"
+			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}
+		}, nil},
+		{"bad grant", func(c *Config) {
+			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash, Roles: []string{"r"}}},
+				Grants: []SecurityGrant{{Role: "r", Kind: "quue", Match: "*", Actions: []string{"send"}}}}
+		}, []string{`security.grants[0]: kind "quue"`, `security.users[0] ("a"): role "r": no grant names this role`}},
+		{"user in admin and security", func(c *Config) {
+			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}
+			c.Admin.Users = []AdminUser{{Name: "a", PasswordHash: testHash}}
+		}, []string{`admin.users[0] ("a"): the user is listed twice`}},
 		{"named port", func(c *Config) { c.Listeners.Admin = "localhost:http" }, nil},
 		{"listener without port", func(c *Config) { c.Listeners.STOMP = "127.0.0.1" },
 			[]string{"listeners.stomp", "missing port"}},
@@ -511,6 +534,7 @@ blocking_send_timeout = "2s"
 		{Match: "reports", TimeToDeliverOverride: "0 0 0,30 * * * *", PriorityOverride: ptr(0),
 			TimeToLiveOverride: dur(0), MaxMessages: 10, BlockingSendTimeout: dur(2 * time.Second)},
 	}
+	want.file = file
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -601,5 +625,40 @@ func TestConfiguredDestinations(t *testing.T) {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("%+v validated", bad)
 		}
+	}
+}
+
+// testHash is a bcrypt hash (cost 4) of "pw".
+const testHash = "$2a$04$g3QoGNgfC1dmCAh6pnf64uQ8yuRShCvpBJBMZbDfS25AR68Ybkc7m"
+
+func TestSecurityErrorsArePositioned(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.toml")
+	body := `[[security.users]]
+name = "alice"
+password_hash = "` + testHash + `"
+roles = ["orders"]
+
+[[security.grants]]
+role = "orders"
+kind = "queue"
+match = "orders.*"
+actions = ["send"]
+
+# a second grant with a typo
+[[security.grants]]
+role = "orders"
+match = "*"
+actions = ["sned"]
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if want := file + `:13: security.grants[1]: action "sned"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate() = %v, want it to say %q", err, want)
 	}
 }

@@ -47,7 +47,9 @@ func TestExampleFileIsTheDefaults(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate() = %v", err)
 	}
-	if want := Default(); !reflect.DeepEqual(cfg, want) {
+	want := Default()
+	want.file = exampleFile
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("%s loads as\n%+v\nbut Default() is\n%+v", exampleFile, cfg, want)
 	}
 
