@@ -110,6 +110,18 @@ time_to_deliver_override = "0 0 0,30 * * *"
 			`destination[1] (match "b"): time_to_deliver_override: schedule:1:15: dayOfWeek field missing`,
 		}},
 		{"bad flag value", "", []string{"--admin", "localhost"}, []string{"listeners.admin", "missing port"}},
+		{"network listener without users", "", []string{"--stomp", "0.0.0.0:61613"},
+			[]string{"listeners.stomp 0.0.0.0:61613 is not a loopback address", "allow_insecure_network"}},
+		{"contradictory grant", `
+[[security.users]]
+name = "a"
+password_hash = "$2a$04$g3QoGNgfC1dmCAh6pnf64uQ8yuRShCvpBJBMZbDfS25AR68Ybkc7m"
+roles = ["ops"]
+[[security.grants]]
+role = "ops"
+match = "*"
+actions = ["admin", "send"]
+`, nil, []string{":6: security.grants[0]: admin and monitor apply to the whole broker"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
