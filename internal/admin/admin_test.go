@@ -495,10 +495,15 @@ func TestSubscriptionsEndpoints(t *testing.T) {
 
 func TestConnectionsEndpoints(t *testing.T) {
 	e := newEnv(t, nil)
-	c, err := e.eng.Connect(engine.ConnectionOptions{ClientID: "app", RemoteAddr: "127.0.0.1:4000", Protocol: "stomp/1.2"})
+	c, err := e.eng.Connect(engine.ConnectionOptions{ClientID: "app", RemoteAddr: "127.0.0.1:4000", Protocol: "stomp/1.2", User: "billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := e.eng.Connect(engine.ConnectionOptions{Protocol: "amqp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
 	heard := make(chan error, 1)
 	c.SetExceptionListener(func(err error) { heard <- err })
 	s, _ := c.CreateSession(engine.ClientAcknowledge)
@@ -506,10 +511,13 @@ func TestConnectionsEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := e.list("/api/connections")
-	if len(l) != 1 {
+	if len(l) != 2 {
 		t.Fatalf("connections = %v", l)
 	}
 	cj := l[0].(map[string]any)
+	if cj["user"] != "billing" || l[1].(map[string]any)["user"] != "" {
+		t.Fatalf("the connections' users: %v and %v, want billing and \"\" (anonymous)", cj["user"], l[1].(map[string]any)["user"])
+	}
 	sess := cj["sessions"].([]any)[0].(map[string]any)
 	cons := sess["consumers"].([]any)[0].(map[string]any)
 	if cj["clientId"] != "app" || cj["protocol"] != "stomp/1.2" || cj["consumers"] != 1.0 || sess["mode"] != "CLIENT_ACKNOWLEDGE" ||
@@ -517,7 +525,9 @@ func TestConnectionsEndpoints(t *testing.T) {
 		t.Fatalf("connection = %v", cj)
 	}
 	id := fmt.Sprint(c.ID())
-	e.want("GET", "/api/connections/"+id, nil, 200)
+	if one := e.want("GET", "/api/connections/"+id, nil, 200); one["user"] != "billing" {
+		t.Fatalf("GET /api/connections/%s: user %v", id, one["user"])
+	}
 	e.want("GET", "/api/connections/999", nil, 404)
 	e.want("GET", "/api/connections/x", nil, 400, "not a number")
 	e.want("DELETE", "/api/connections/x", nil, 400)
@@ -531,7 +541,7 @@ func TestConnectionsEndpoints(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the connection's exception listener was not told")
 	}
-	if l := e.list("/api/connections"); len(l) != 0 {
+	if l := e.list("/api/connections"); len(l) != 1 {
 		t.Fatalf("after close = %v", l)
 	}
 }

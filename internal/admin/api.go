@@ -816,6 +816,7 @@ func (s *Server) importMessages(w http.ResponseWriter, r *http.Request) {
 type connectionJSON struct {
 	ID         uint64        `json:"id"`
 	ClientID   string        `json:"clientId"`
+	User       string        `json:"user"`
 	RemoteAddr string        `json:"remoteAddr"`
 	Protocol   string        `json:"protocol"`
 	Started    bool          `json:"started"`
@@ -840,7 +841,7 @@ type consumerJSON struct {
 }
 
 func toConnectionJSON(c engine.ConnectionInfo) connectionJSON {
-	out := connectionJSON{ID: c.ID, ClientID: c.ClientID, RemoteAddr: c.RemoteAddr, Protocol: c.Protocol,
+	out := connectionJSON{ID: c.ID, ClientID: c.ClientID, User: c.User, RemoteAddr: c.RemoteAddr, Protocol: c.Protocol,
 		Started: c.Started, Created: c.Created.UTC().Format(time.RFC3339Nano), Consumers: c.Consumers, Sessions: []sessionJSON{}}
 	for _, s := range c.Sessions {
 		sj := sessionJSON{ID: s.ID, Mode: s.Mode.String(), Unacknowledged: s.Unacknowledged, Browsers: s.Browsers, Consumers: []consumerJSON{}}
