@@ -61,11 +61,13 @@ interop:
 
 # Browser test of the web console: a real broker, Debian's headless Chromium
 # (apt-get install chromium) driven by playwright-core (npm ci in
-# internal/admin/webtest), a raw STOMP client. Screenshots go to docs/
+# internal/admin/webtest), a raw STOMP client; and a monitor user on the
+# admin server of internal/admin/webtest/fixture. Screenshots go to docs/
 # (SCREENSHOTS=DIR to put them elsewhere).
 console-test: build
+	$(GO) build -o bin/console-fixture ./internal/admin/webtest/fixture
 	@test -d internal/admin/webtest/node_modules/playwright-core || (cd internal/admin/webtest && npm ci --no-audit --no-fund)
-	cd internal/admin/webtest && SLUICE_BIN=$(CURDIR)/bin/sluice node --test console.test.mjs
+	cd internal/admin/webtest && SLUICE_BIN=$(CURDIR)/bin/sluice FIXTURE_BIN=$(CURDIR)/bin/console-fixture node --test console.test.mjs
 
 # A million persistent messages scheduled on one queue: memory per message,
 # SIGKILL while they wait, delivery within 50 ms of their time after restart.

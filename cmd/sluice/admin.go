@@ -499,6 +499,7 @@ func (c *adminClient) deleteSubscriptionCmd() *cobra.Command {
 type admConnectionRow struct {
 	ID         uint64 `json:"id"`
 	ClientID   string `json:"clientId"`
+	User       string `json:"user"`
 	RemoteAddr string `json:"remoteAddr"`
 	Protocol   string `json:"protocol"`
 	Started    bool   `json:"started"`
@@ -534,10 +535,14 @@ func (c *adminClient) connectionsCmd() *cobra.Command {
 				if t, err := time.Parse(time.RFC3339Nano, created); err == nil {
 					created = t.UTC().Format("2006-01-02 15:04:05")
 				}
-				rows = append(rows, []string{admNum(x.ID), admDash(x.ClientID), admDash(x.RemoteAddr), admDash(x.Protocol), state,
+				user := x.User
+				if user == "" {
+					user = "anonymous"
+				}
+				rows = append(rows, []string{admNum(x.ID), admDash(x.ClientID), user, admDash(x.RemoteAddr), admDash(x.Protocol), state,
 					admNum(len(x.Sessions)), admNum(x.Consumers), admNum(unacked), created})
 			}
-			c.table("ID\tCLIENT-ID\tREMOTE\tPROTOCOL\tSTATE\tSESSIONS\tCONSUMERS\tUNACKED\tCONNECTED", rows)
+			c.table("ID\tCLIENT-ID\tUSER\tREMOTE\tPROTOCOL\tSTATE\tSESSIONS\tCONSUMERS\tUNACKED\tCONNECTED", rows)
 			return nil
 		},
 	}

@@ -180,10 +180,15 @@ func TestAdminCLIDestinationsAndMessages(t *testing.T) {
 func TestAdminCLISubscriptionsAndConnections(t *testing.T) {
 	eng, url, tok := admServer(t)
 	topic := message.Destination{Kind: message.Topic, Name: "events"}
-	c, err := eng.Connect(engine.ConnectionOptions{ClientID: "app", Protocol: "stomp/1.2", RemoteAddr: "127.0.0.1:5555"})
+	c, err := eng.Connect(engine.ConnectionOptions{ClientID: "app", Protocol: "stomp/1.2", RemoteAddr: "127.0.0.1:5555", User: "billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	anon, err := eng.Connect(engine.ConnectionOptions{ClientID: "probe", Protocol: "amqp", RemoteAddr: "127.0.0.1:6666"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
 	s, _ := c.CreateSession(engine.ClientAcknowledge)
 	cons, err := s.CreateConsumer(topic, engine.ConsumerOptions{Durable: true, SubscriptionName: "audit", Selector: "n >= 0"})
 	if err != nil {
@@ -208,8 +213,14 @@ func TestAdminCLISubscriptionsAndConnections(t *testing.T) {
 	}
 
 	out = admMust(t, url, tok, "connections")
-	if !strings.Contains(out, "app") || !strings.Contains(out, "stomp/1.2") || !strings.Contains(out, "127.0.0.1:5555") {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID  CLIENT-ID  USER  ") {
 		t.Fatalf("connections:\n%s", out)
+	}
+	for i, want := range [][]string{{"app", "billing", "127.0.0.1:5555", "stomp/1.2"}, {"probe", "anonymous", "127.0.0.1:6666", "amqp"}} {
+		if f := strings.Fields(lines[i+1]); len(f) < 5 || strings.Join(f[1:5], " ") != strings.Join(want, " ") {
+			t.Errorf("connections row %d = %q, want client ID, user, remote, protocol %v", i+1, lines[i+1], want)
+		}
 	}
 	if out := admMust(t, url, tok, "close-connection", fmt.Sprint(c.ID())); !strings.Contains(out, "closed connection") {
 		t.Fatalf("close-connection: %q", out)

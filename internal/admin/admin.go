@@ -4,12 +4,14 @@
 // the engine's management API (engine/admin.go) and knows nothing of the
 // network front-ends.
 //
-// Everything but /healthz and /readyz goes through Auth.Check, and every
-// request that changes something is refused when a browser sends it from
-// another origin (net/http.CrossOriginProtection).
+// Everything but /healthz and /readyz goes through Auth.Check: an
+// administrator may do everything, a monitor only read. Every request that
+// changes something is logged with who made it, and refused when a browser
+// sends it from another origin (net/http.CrossOriginProtection).
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -51,6 +53,11 @@ type Options struct {
 	MaxImportBytes int64
 	// Latency, when set, is served as sluice_delivery_latency_seconds.
 	Latency *DeliveryLatency
+	// AuthMetrics, when set, are served (sluice_auth_attempts_total,
+	// sluice_authorization_denied_total) and count the admin listener's
+	// bearer-token checks and refused requests; the realm and the engine
+	// count the rest through AuthMetrics.Attempt and Denied.
+	AuthMetrics *AuthMetrics
 }
 
 // Server is the admin HTTP handler.
@@ -58,6 +65,7 @@ type Server struct {
 	opts      Options
 	eng       *engine.Broker
 	auth      *Auth
+	metrics   *AuthMetrics
 	log       *slog.Logger
 	mux       *http.ServeMux
 	handler   http.Handler
@@ -69,7 +77,7 @@ type Server struct {
 
 // New builds the handler.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, eng: opts.Engine, auth: opts.Auth, log: opts.Logger, mux: http.NewServeMux(), started: time.Now()}
+	s := &Server{opts: opts, eng: opts.Engine, auth: opts.Auth, metrics: opts.AuthMetrics, log: opts.Logger, mux: http.NewServeMux(), started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -84,6 +92,9 @@ func New(opts Options) *Server {
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		if opts.Latency != nil {
 			s.reg.MustRegister(opts.Latency.vec)
+		}
+		if opts.AuthMetrics != nil {
+			s.reg.MustRegister(opts.AuthMetrics.attempts, opts.AuthMetrics.denied)
 		}
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 		s.routes()
@@ -130,16 +141,81 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// whoKey carries the authenticated principal in a request's context.
-type whoKey struct{}
+// callerKey carries the request's Caller in its context.
+type callerKey struct{}
 
-// authed wraps h with Auth.Check. A refused request gets 401 and a JSON
-// error; the basic-authentication challenge is left out for the console's
-// own requests, so that the browser shows the console's login form rather
-// than its own dialog.
+// callerOf returns the Caller that authed put in r's context.
+func callerOf(r *http.Request) Caller {
+	c, _ := r.Context().Value(callerKey{}).(Caller)
+	return c
+}
+
+// changes reports whether a request may change something: every method
+// but GET and HEAD. Only RoleAdmin may send one.
+func changes(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead
+}
+
+// refusal says why c may not make request r ("" when it may), and the
+// grant it lacks.
+func refusal(c Caller, r *http.Request) (msg, lacks string) {
+	switch {
+	case c.Role == RoleNone:
+		return noGrant(c), "monitor"
+	case c.Role == RoleMonitor && changes(r):
+		return c.label() + " has the monitor role, which is read-only: " + r.Method + " " + r.URL.Path +
+			" needs the admin grant", "admin"
+	}
+	return "", ""
+}
+
+// noGrant is the refusal of a user without the admin or monitor grant.
+func noGrant(c Caller) string { return c.label() + " has no admin or monitor grant" }
+
+// logAttr names the caller in a log line: its user, or its token's label.
+func (c Caller) logAttr() slog.Attr {
+	if c.Token {
+		return slog.String("token", c.Name)
+	}
+	if c.Name == "" {
+		return slog.String("user", "anonymous")
+	}
+	return slog.String("user", c.Name)
+}
+
+// statusRecorder remembers the status a handler answers, for the log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// authed wraps h with Auth.Check and the caller's role. A request without
+// valid credentials gets 401 and a JSON error; the basic-authentication
+// challenge is left out for the console's own requests, so that the
+// browser shows the console's login form rather than its own dialog. A
+// caller whose role does not allow the request gets 403. Every request
+// that may change something is logged at info once answered, with who
+// made it and the status.
 func (s *Server) authed(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who, err := s.auth.Check(r)
+		caller, err := s.auth.check(r, s.uncountedAttempt)
 		if err != nil {
 			if !s.auth.Enabled() {
 				writeError(w, http.StatusForbidden, err.Error())
@@ -148,15 +224,42 @@ func (s *Server) authed(h http.Handler) http.Handler {
 			if r.Header.Get("X-Sluice-Console") == "" {
 				w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
 			}
-			s.log.Info("admin request refused", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path), slog.String("reason", err.Error()))
+			s.log.Info("admin request refused", slog.String("remote", r.RemoteAddr), slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.Int("status", http.StatusUnauthorized), slog.String("reason", err.Error()))
 			writeError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		if who != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.log.Info("admin request", slog.String("user", who), slog.String("method", r.Method), slog.String("path", r.URL.Path))
+		if msg, lacks := refusal(caller, r); msg != "" {
+			if s.metrics != nil {
+				s.metrics.deniedAdmin(lacks)
+			}
+			s.log.Info("admin request refused", caller.logAttr(), slog.String("role", caller.Role.String()),
+				slog.String("remote", r.RemoteAddr), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", http.StatusForbidden), slog.String("reason", msg))
+			writeError(w, http.StatusForbidden, msg)
+			return
 		}
-		h.ServeHTTP(w, r)
+		if !changes(r) {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.log.Info("admin request", caller.logAttr(), slog.String("role", caller.Role.String()),
+			slog.String("remote", r.RemoteAddr), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status))
 	})
+}
+
+// uncountedAttempt counts the authentications the realm does not see:
+// bearer tokens, and passwords refused without a realm user.
+func (s *Server) uncountedAttempt(result string) {
+	if s.metrics != nil {
+		s.metrics.Attempt("admin", result)
+	}
 }
 
 func (s *Server) handle(pattern string, fn http.HandlerFunc) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/grammar/selector"
 )
 
@@ -188,10 +190,20 @@ type loginRequest struct {
 }
 
 type whoamiResponse struct {
-	User         string `json:"user"`
+	User string `json:"user"`
+	// Role is admin, monitor (read-only) or none; admin without
+	// credentials configured.
+	Role         string `json:"role"`
 	AuthRequired bool   `json:"authRequired"`
 }
 
+func toWhoami(c Caller, authRequired bool) whoamiResponse {
+	return whoamiResponse{User: c.Name, Role: c.Role.String(), AuthRequired: authRequired}
+}
+
+// login checks the console's user and password with the realm and starts
+// a session. A user without the admin or monitor grant gets 403 and no
+// session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	var req loginRequest
 	if err := decodeJSON(r, w, &req); err != nil {
@@ -199,25 +211,39 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.auth.Enabled() {
-		if _, err := s.auth.Check(r); err != nil {
+		c, err := s.auth.Check(r)
+		if err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, whoamiResponse{})
+		writeJSON(w, http.StatusOK, toWhoami(c, false))
 		return
 	}
-	if !s.auth.Authenticate(req.User, req.Password) {
-		writeError(w, http.StatusUnauthorized, "wrong user name or password")
+	at := security.Attempt{Protocol: "admin", Remote: r.RemoteAddr, Mechanism: "console"}
+	c, err := s.auth.login(r.Context(), at, req.User, req.Password, s.uncountedAttempt)
+	if err != nil {
+		s.log.Info("console login refused", slog.String("remote", r.RemoteAddr), slog.String("user", req.User))
+		writeError(w, http.StatusUnauthorized, errWrongPassword.Error())
 		return
 	}
-	v, err := s.auth.newSession(req.User)
+	if c.Role == RoleNone {
+		msg := noGrant(c)
+		if s.metrics != nil {
+			s.metrics.deniedAdmin("monitor")
+		}
+		s.log.Info("console login refused", slog.String("remote", r.RemoteAddr), c.logAttr(), slog.String("reason", msg))
+		writeError(w, http.StatusForbidden, msg)
+		return
+	}
+	v, err := s.auth.newSession(c)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	s.log.Info("console login", slog.String("remote", r.RemoteAddr), c.logAttr(), slog.String("role", c.Role.String()))
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionFor / time.Second)})
-	writeJSON(w, http.StatusOK, whoamiResponse{User: req.User, AuthRequired: true})
+	writeJSON(w, http.StatusOK, toWhoami(c, true))
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -225,12 +251,11 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.auth.endSession(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	writeJSON(w, http.StatusOK, whoamiResponse{AuthRequired: s.auth.Enabled()})
+	writeJSON(w, http.StatusOK, whoamiResponse{Role: RoleNone.String(), AuthRequired: s.auth.Enabled()})
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
-	who, _ := s.auth.Check(r)
-	writeJSON(w, http.StatusOK, whoamiResponse{User: who, AuthRequired: s.auth.Enabled()})
+	writeJSON(w, http.StatusOK, toWhoami(callerOf(r), s.auth.Enabled()))
 }
 
 // ---------------------------------------------------------------------------
@@ -791,6 +816,7 @@ func (s *Server) importMessages(w http.ResponseWriter, r *http.Request) {
 type connectionJSON struct {
 	ID         uint64        `json:"id"`
 	ClientID   string        `json:"clientId"`
+	User       string        `json:"user"`
 	RemoteAddr string        `json:"remoteAddr"`
 	Protocol   string        `json:"protocol"`
 	Started    bool          `json:"started"`
@@ -815,7 +841,7 @@ type consumerJSON struct {
 }
 
 func toConnectionJSON(c engine.ConnectionInfo) connectionJSON {
-	out := connectionJSON{ID: c.ID, ClientID: c.ClientID, RemoteAddr: c.RemoteAddr, Protocol: c.Protocol,
+	out := connectionJSON{ID: c.ID, ClientID: c.ClientID, User: c.User, RemoteAddr: c.RemoteAddr, Protocol: c.Protocol,
 		Started: c.Started, Created: c.Created.UTC().Format(time.RFC3339Nano), Consumers: c.Consumers, Sessions: []sessionJSON{}}
 	for _, s := range c.Sessions {
 		sj := sessionJSON{ID: s.ID, Mode: s.Mode.String(), Unacknowledged: s.Unacknowledged, Browsers: s.Browsers, Consumers: []consumerJSON{}}

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -14,75 +15,99 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-)
 
-// User is an account allowed to use the admin API: a name and the bcrypt
-// hash of its password (never the password itself).
-type User struct {
-	Name         string
-	PasswordHash string
-}
+	"github.com/sluicemq/sluice/engine/security"
+)
 
 // TokenPrefix starts a stored bearer-token hash: "sha256:" and the hex
 // SHA-256 of the token. Tokens are long random strings (NewToken), so a
 // fast hash is enough; passwords, chosen by people, use bcrypt.
 const TokenPrefix = "sha256:"
 
-// Auth is the one place that decides who may use the broker's management
-// interfaces: users with bcrypt-hashed passwords (HTTP basic
-// authentication, or a console login that turns into a session cookie) and
-// bearer tokens stored as SHA-256 hashes. Authenticate and
-// AuthenticateToken carry no HTTP, so that the messaging protocols can ask
-// the same questions when they get authentication.
+// Role is what the admin API lets a caller do.
+type Role uint8
+
+// The roles, from least to most.
+const (
+	// RoleNone is an authenticated user without the admin or monitor
+	// grant: every request is refused.
+	RoleNone Role = iota
+	// RoleMonitor may read (GET and HEAD) but change nothing.
+	RoleMonitor
+	// RoleAdmin may do everything.
+	RoleAdmin
+)
+
+// String returns the role's name as the API reports it.
+func (r Role) String() string {
+	switch r {
+	case RoleMonitor:
+		return "monitor"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// Caller is who made an admin request.
+type Caller struct {
+	// Name is the user's name, or the bearer token's label ("token-1");
+	// "" when no admin credentials are configured.
+	Name string
+	// Token is set when the caller authenticated with a bearer token.
+	Token bool
+	// Role is what the caller may do.
+	Role Role
+}
+
+// label names the caller in log lines and error messages.
+func (c Caller) label() string {
+	switch {
+	case c.Token:
+		return "token " + c.Name
+	case c.Name == "":
+		return "anonymous"
+	}
+	return "user " + c.Name
+}
+
+// Auth decides who may use the broker's admin listener. Users and their
+// passwords are the security realm's (engine/security), the same users as
+// the messaging protocols': HTTP basic authentication and the console's
+// login (which turns into a session cookie) call Realm.Login. A user whose
+// Identity has Admin may do everything, one with only Monitor may read.
+// Bearer tokens, stored as SHA-256 hashes, are the admin listener's own
+// and may do everything.
 //
-// A nil or empty Auth has no credentials: everyone is allowed, which
-// CheckListen permits only on loopback addresses.
+// An Auth without credentials (no user with the admin or monitor grant, no
+// token) lets every request through, which CheckListen permits only on
+// loopback addresses.
 type Auth struct {
-	users  map[string][]byte   // name → bcrypt hash
+	realm  *security.Realm
 	tokens map[[32]byte]string // SHA-256 of a token → label
 
 	mu       sync.Mutex
-	verified map[[32]byte]time.Time // recent good user:password, so bcrypt runs once per few minutes
-	sessions map[[32]byte]session   // console sessions by SHA-256 of their cookie
+	sessions map[[32]byte]session // console sessions by SHA-256 of their cookie
 	now      func() time.Time
 }
 
 type session struct {
-	user    string
+	caller  Caller
 	expires time.Time
 }
 
-// How long a verified password and a console session last.
+// How long a console session lasts, and how many there may be.
 const (
-	verifiedFor   = 5 * time.Minute
 	sessionFor    = 12 * time.Hour
-	maxVerified   = 1024
 	maxSessions   = 4096
 	sessionCookie = "sluice_session"
 )
 
-// NewAuth checks and keeps users and token hashes. Names must be unique
-// and non-empty, hashes bcrypt hashes, tokens "sha256:" and 64 hex digits.
-func NewAuth(users []User, tokenHashes []string) (*Auth, error) {
-	a := &Auth{users: map[string][]byte{}, tokens: map[[32]byte]string{},
-		verified: map[[32]byte]time.Time{}, sessions: map[[32]byte]session{}, now: time.Now}
+// NewAuth keeps the realm whose users may log in (nil: none) and checks
+// the bearer-token hashes: "sha256:" and 64 hex digits each.
+func NewAuth(realm *security.Realm, tokenHashes []string) (*Auth, error) {
+	a := &Auth{realm: realm, tokens: map[[32]byte]string{}, sessions: map[[32]byte]session{}, now: time.Now}
 	var errs []error
-	for i, u := range users {
-		if u.Name == "" {
-			errs = append(errs, fmt.Errorf("user %d has no name", i+1))
-			continue
-		}
-		if strings.ContainsRune(u.Name, ':') {
-			errs = append(errs, fmt.Errorf("user %q: a name cannot contain ':' (HTTP basic authentication)", u.Name))
-		}
-		if _, dup := a.users[u.Name]; dup {
-			errs = append(errs, fmt.Errorf("user %q is listed twice", u.Name))
-		}
-		if _, err := bcrypt.Cost([]byte(u.PasswordHash)); err != nil {
-			errs = append(errs, fmt.Errorf("user %q: password_hash is not a bcrypt hash (make one with `sluice admin hash-password`): %v", u.Name, err))
-		}
-		a.users[u.Name] = []byte(u.PasswordHash)
-	}
 	for i, t := range tokenHashes {
 		h, err := parseTokenHash(t)
 		if err != nil {
@@ -117,7 +142,10 @@ func HashPassword(password string) (string, error) {
 		return "", errors.New("the password is empty")
 	}
 	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
-	return string(h), err
+	if err != nil {
+		return "", fmt.Errorf("hash the password: %w", err)
+	}
+	return string(h), nil
 }
 
 // NewToken returns a new random bearer token and the hash to put in the
@@ -125,7 +153,7 @@ func HashPassword(password string) (string, error) {
 func NewToken() (token, hash string, err error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("new token: %w", err)
 	}
 	token = "sluice_" + hex.EncodeToString(b[:])
 	return token, HashToken(token), nil
@@ -137,50 +165,46 @@ func HashToken(token string) string {
 	return TokenPrefix + hex.EncodeToString(h[:])
 }
 
-// Enabled reports whether any credentials are configured: then every
-// request must present some.
-func (a *Auth) Enabled() bool { return a != nil && (len(a.users) > 0 || len(a.tokens) > 0) }
+// Enabled reports whether admin credentials exist: a user of the realm
+// with the admin or monitor grant, or a bearer token. Then every request
+// must present some.
+func (a *Auth) Enabled() bool {
+	return a != nil && (a.realm.AdminUsers() || len(a.tokens) > 0)
+}
 
-// dummyHash is compared against when the user does not exist, so that
-// answering takes as long for a wrong name as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sluice-dummy-password"), bcrypt.MinCost)
+// roleOf is the admin role of an identity the realm authenticated.
+func roleOf(id security.Identity) Role {
+	switch {
+	case id.Admin:
+		return RoleAdmin
+	case id.Monitor:
+		return RoleMonitor
+	}
+	return RoleNone
+}
 
-// Authenticate reports whether password is user's. Successful checks are
-// remembered for a few minutes (as a SHA-256 of name and password) so that
-// a console or script polling with basic authentication does not pay
-// bcrypt's cost on every request.
-func (a *Auth) Authenticate(user, password string) bool {
-	if !a.Enabled() {
-		return false
+// login checks a user's password with the realm (the failure delay
+// included) and returns the caller it authenticates: a user without the
+// admin or monitor grant authenticates, with RoleNone. The realm counts
+// the attempt; observe is told of a refusal without it (a realm without
+// users, which would accept every password).
+func (a *Auth) login(ctx context.Context, at security.Attempt, user, password string, observe func(result string)) (Caller, error) {
+	if !a.Enabled() || !a.realm.Enabled() {
+		if observe != nil {
+			observe("failure")
+		}
+		return Caller{}, security.ErrAuthentication
 	}
-	key := sha256.Sum256([]byte(user + "\x00" + password))
-	now := a.now()
-	a.mu.Lock()
-	exp, ok := a.verified[key]
-	a.mu.Unlock()
-	if ok && now.Before(exp) {
-		return true
+	id, err := a.realm.Login(ctx, at, user, password)
+	if err != nil {
+		return Caller{}, fmt.Errorf("admin login: %w", err)
 	}
-	hash, known := a.users[user]
-	if !known {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-		return false
-	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil {
-		return false
-	}
-	a.mu.Lock()
-	if len(a.verified) >= maxVerified {
-		clear(a.verified)
-	}
-	a.verified[key] = now.Add(verifiedFor)
-	a.mu.Unlock()
-	return true
+	return Caller{Name: id.User, Role: roleOf(id)}, nil
 }
 
 // AuthenticateToken returns the label of a valid bearer token.
 func (a *Auth) AuthenticateToken(token string) (label string, ok bool) {
-	if !a.Enabled() || token == "" {
+	if a == nil || token == "" {
 		return "", false
 	}
 	h := sha256.Sum256([]byte(token))
@@ -192,11 +216,11 @@ func (a *Auth) AuthenticateToken(token string) (label string, ok bool) {
 	return "", false
 }
 
-// newSession starts a console session for user and returns its cookie value.
-func (a *Auth) newSession(user string) (string, error) {
+// newSession starts a console session for c and returns its cookie value.
+func (a *Auth) newSession(c Caller) (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+		return "", fmt.Errorf("new console session: %w", err)
 	}
 	v := hex.EncodeToString(b[:])
 	now := a.now()
@@ -212,23 +236,23 @@ func (a *Auth) newSession(user string) (string, error) {
 			return "", errors.New("too many console sessions")
 		}
 	}
-	a.sessions[sha256.Sum256([]byte(v))] = session{user: user, expires: now.Add(sessionFor)}
+	a.sessions[sha256.Sum256([]byte(v))] = session{caller: c, expires: now.Add(sessionFor)}
 	return v, nil
 }
 
-func (a *Auth) sessionUser(cookie string) (string, bool) {
+func (a *Auth) sessionCaller(cookie string) (Caller, bool) {
 	key := sha256.Sum256([]byte(cookie))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, ok := a.sessions[key]
 	if !ok {
-		return "", false
+		return Caller{}, false
 	}
 	if a.now().After(s.expires) {
 		delete(a.sessions, key)
-		return "", false
+		return Caller{}, false
 	}
-	return s.user, true
+	return s.caller, true
 }
 
 func (a *Auth) endSession(cookie string) {
@@ -237,40 +261,60 @@ func (a *Auth) endSession(cookie string) {
 	a.mu.Unlock()
 }
 
-// errUnauthenticated is the answer to a request without valid credentials.
-var errUnauthenticated = errors.New("authentication required: use HTTP basic authentication with a configured user, a bearer token, or log in to the console")
+// errUnauthenticated is the answer to a request without credentials.
+var errUnauthenticated = errors.New("authentication required: use HTTP basic authentication with a user that has the admin or monitor grant, a bearer token, or log in to the console")
+
+// errWrongPassword is the answer to HTTP basic authentication that fails.
+var errWrongPassword = errors.New("wrong user name or password")
+
+// errBadToken is the answer to a bearer token that is not configured.
+var errBadToken = errors.New("the bearer token is not valid")
 
 // Check authenticates an HTTP request: a console session cookie, HTTP
-// basic authentication, or a bearer token. It returns who made it ("" when
-// authentication is off). With no credentials configured every request
-// passes, but only when addressed to a loopback host name (so that a web
-// page cannot reach the API through DNS rebinding).
-func (a *Auth) Check(r *http.Request) (who string, err error) {
+// basic authentication (through the realm), or a bearer token. It returns
+// the caller, whose Role the caller of Check must enforce. With no
+// credentials configured every request passes as an anonymous admin, but
+// only when addressed to a loopback host name (so that a web page cannot
+// reach the API through DNS rebinding).
+func (a *Auth) Check(r *http.Request) (Caller, error) {
+	return a.check(r, nil)
+}
+
+// check is Check; observe, when set, is told of what the realm does not
+// count: each bearer-token check, and basic authentication refused
+// without a realm user ("success" or "failure").
+func (a *Auth) check(r *http.Request, observe func(result string)) (Caller, error) {
 	if !a.Enabled() {
 		if !loopbackHost(r.Host) {
-			return "", fmt.Errorf("host %q refused: without configured credentials the admin API answers only requests to localhost, 127.0.0.1 or [::1]", r.Host)
+			return Caller{}, fmt.Errorf("host %q refused: without configured credentials the admin API answers only requests to localhost, 127.0.0.1 or [::1]", r.Host)
 		}
-		return "", nil
+		return Caller{Role: RoleAdmin}, nil
+	}
+	if observe == nil {
+		observe = func(string) {}
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if u, ok := a.sessionUser(c.Value); ok {
-			return u, nil
+		if caller, ok := a.sessionCaller(c.Value); ok {
+			return caller, nil
 		}
 	}
 	h := r.Header.Get("Authorization")
 	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
 		if label, ok := a.AuthenticateToken(strings.TrimSpace(tok)); ok {
-			return label, nil
+			observe("success")
+			return Caller{Name: label, Token: true, Role: RoleAdmin}, nil
 		}
-		return "", errors.New("the bearer token is not valid")
+		observe("failure")
+		return Caller{}, errBadToken
 	}
 	if u, p, ok := r.BasicAuth(); ok {
-		if a.Authenticate(u, p) {
-			return u, nil
+		c, err := a.login(r.Context(), security.Attempt{Protocol: "admin", Remote: r.RemoteAddr, Mechanism: "basic"}, u, p, observe)
+		if err != nil {
+			return Caller{}, errWrongPassword
 		}
-		return "", errors.New("wrong user name or password")
+		return c, nil
 	}
-	return "", errUnauthenticated
+	return Caller{}, errUnauthenticated
 }
 
 // loopbackHost reports whether the Host header names this machine.
@@ -288,9 +332,10 @@ func loopbackHost(hostport string) bool {
 }
 
 // CheckListen refuses an admin listener address that other machines could
-// reach unless credentials are configured. Addresses whose host is empty or
-// unspecified (":8161", "0.0.0.0:8161", "[::]:8161") listen everywhere; a
-// host name counts as loopback only if every address it resolves to is.
+// reach unless credentials are configured (Auth.Enabled). Addresses whose
+// host is empty or unspecified (":8161", "0.0.0.0:8161", "[::]:8161")
+// listen everywhere; a host name counts as loopback only if every address
+// it resolves to is.
 func CheckListen(addr string, a *Auth) error {
 	if a.Enabled() {
 		return nil
@@ -313,8 +358,8 @@ func CheckListen(addr string, a *Auth) error {
 	}
 	if !loop {
 		return fmt.Errorf("admin listener %s is not a loopback address and no admin credentials are configured: "+
-			"add [[admin.users]] (name, password_hash from `sluice admin hash-password`) or admin.tokens "+
-			"(from `sluice admin new-token`) to the configuration, or listen on 127.0.0.1", addr)
+			"add [[admin.users]] (name, password_hash from `sluice admin hash-password`), a user with the admin or monitor grant, "+
+			"or admin.tokens (from `sluice admin new-token`) to the configuration, or listen on 127.0.0.1", addr)
 	}
 	return nil
 }

@@ -134,11 +134,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	byProto := map[string]int{"stomp": 0, "amqp": 0}
 	sessions := 0
 	for _, cn := range c.eng.Connections() {
-		p, _, _ := strings.Cut(cn.Protocol, "/") // "stomp/1.2" → "stomp"
-		if p == "" {
-			p = "embedded"
-		}
-		byProto[p]++
+		byProto[protocolLabel(cn.Protocol)]++
 		sessions += len(cn.Sessions)
 	}
 	for p, n := range byProto {
@@ -153,4 +149,73 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.storeBytes, counter, float64(st.JournalBytes))
 		ch <- prometheus.MustNewConstMetric(c.storeApplied, counter, float64(st.AppliedOps))
 	}
+}
+
+// AuthMetrics count authentications and authorization refusals, for
+// every protocol: sluice_auth_attempts_total{protocol,result} and
+// sluice_authorization_denied_total{protocol,action}. They carry no user
+// label, so that a client trying names cannot grow the series. Attempt is
+// the realm's security.Options.ObserveAttempt and Denied the engine's
+// Config.ObserveDenied; admin.New registers them (Options.AuthMetrics) and
+// counts the admin listener's own: bearer tokens, and requests refused for
+// want of the admin role (action "admin") or of any admin grant (action
+// "monitor").
+type AuthMetrics struct {
+	attempts *prometheus.CounterVec
+	denied   *prometheus.CounterVec
+}
+
+// NewAuthMetrics makes the counters, with the known protocols, results
+// and actions at zero so that they show before the first event.
+func NewAuthMetrics() *AuthMetrics {
+	m := &AuthMetrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_auth_attempts_total",
+			Help: "Authentications by protocol (stomp, amqp, admin) and result (success, failure).",
+		}, []string{"protocol", "result"}),
+		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_authorization_denied_total",
+			Help: "Requests refused because the user lacks a grant, by protocol and the action refused (an engine action; admin or monitor on the admin listener).",
+		}, []string{"protocol", "action"}),
+	}
+	for _, p := range []string{"stomp", "amqp", "admin"} {
+		for _, r := range []string{"success", "failure"} {
+			m.attempts.WithLabelValues(p, r)
+		}
+	}
+	for _, p := range []string{"stomp", "amqp"} {
+		for _, a := range engine.Actions() {
+			m.denied.WithLabelValues(p, a.String())
+		}
+	}
+	m.denied.WithLabelValues("admin", "admin")
+	m.denied.WithLabelValues("admin", "monitor")
+	return m
+}
+
+// Attempt counts one authentication; result is "success" or "failure".
+// Its signature is security.Options.ObserveAttempt's.
+func (m *AuthMetrics) Attempt(protocol, result string) {
+	m.attempts.WithLabelValues(protocolLabel(protocol), result).Inc()
+}
+
+// Denied counts one action refused to a connection. Its signature is
+// engine.Config.ObserveDenied's.
+func (m *AuthMetrics) Denied(protocol string, a engine.Action) {
+	m.denied.WithLabelValues(protocolLabel(protocol), a.String()).Inc()
+}
+
+// deniedAdmin counts an admin request refused for want of a role.
+func (m *AuthMetrics) deniedAdmin(action string) {
+	m.denied.WithLabelValues("admin", action).Inc()
+}
+
+// protocolLabel is a connection's protocol as a label: "stomp/1.2" is
+// "stomp", and an in-process client's empty protocol "embedded".
+func protocolLabel(p string) string {
+	p, _, _ = strings.Cut(p, "/")
+	if p == "" {
+		return "embedded"
+	}
+	return p
 }

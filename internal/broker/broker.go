@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/engine/store/journal"
 	"github.com/sluicemq/sluice/internal/admin"
@@ -77,7 +78,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	auth, err := adminAuth(cfg)
+	authMetrics := admin.NewAuthMetrics()
+	realm, err := adminRealm(cfg, authMetrics.Attempt, log)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := adminAuth(cfg, realm)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	latency := admin.NewDeliveryLatency()
 	eng, err := engine.New(ctx, engine.Config{
 		ObserveDelivery:    latency.Observe,
+		ObserveDenied:      authMetrics.Denied,
 		Destinations:       dests,
 		Store:              st,
 		Logger:             log.With(slog.String("component", "engine")),
@@ -117,7 +124,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		return nil, err
 	}
 	b.engine = eng
-	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, Latency: latency, Logger: log.With(slog.String("component", "admin")),
+	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, AuthMetrics: authMetrics, Latency: latency, Logger: log.With(slog.String("component", "admin")),
 		StoreStats: func() admin.StoreStats {
 			st := b.store.Stats()
 			return admin.StoreStats{Commits: st.Commits, Updates: st.Updates, Ops: st.Ops, JournalBytes: st.Bytes, AppliedOps: st.Applied}
@@ -198,14 +205,27 @@ func (b *Broker) serve(name, addr string, srv server) error {
 	return nil
 }
 
-// adminAuth builds the admin listener's credentials from cfg.Admin and
-// refuses an admin address other machines could reach without them.
-func adminAuth(cfg config.Config) (*admin.Auth, error) {
-	users := make([]admin.User, len(cfg.Admin.Users))
+// adminRealm builds the security realm from the [admin] users, each an
+// administrator (security.User.Admin) with no messaging grants; observe
+// counts its authentications. Only the admin listener asks it.
+func adminRealm(cfg config.Config, observe func(protocol, result string), log *slog.Logger) (*security.Realm, error) {
+	users := make([]security.User, len(cfg.Admin.Users))
 	for i, u := range cfg.Admin.Users {
-		users[i] = admin.User{Name: u.Name, PasswordHash: u.PasswordHash}
+		users[i] = security.User{Name: u.Name, PasswordHash: u.PasswordHash, Admin: true}
 	}
-	auth, err := admin.NewAuth(users, cfg.Admin.Tokens)
+	realm, err := security.New(security.Options{Users: users, ObserveAttempt: observe,
+		Logger: log.With(slog.String("component", "security"))})
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: admin: %w", err)
+	}
+	return realm, nil
+}
+
+// adminAuth builds the admin listener's credentials, realm's users and
+// cfg.Admin's tokens, and refuses an admin address other machines could
+// reach without them.
+func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
+	auth, err := admin.NewAuth(realm, cfg.Admin.Tokens)
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration: admin: %w", err)
 	}

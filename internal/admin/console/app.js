@@ -5,7 +5,11 @@
 (function () {
   const main = document.getElementById("main");
   let timers = [];
-  let state = { authRequired: false, user: "" };
+  let state = { authRequired: false, user: "", role: "" };
+
+  // canChange: the caller may change things (the admin role). A monitor
+  // reads only: the console leaves out what the server would refuse.
+  const canChange = () => state.role === "admin";
 
   // ---------------------------------------------------------------- helpers
 
@@ -137,8 +141,18 @@
   function setUser(r) {
     state.user = r.user;
     state.authRequired = r.authRequired;
-    document.getElementById("who").textContent = r.user ? "Logged in as " + r.user : (r.authRequired ? "" : "No authentication configured (loopback only)");
+    state.role = r.role || "";
+    const who = document.getElementById("who");
+    who.replaceChildren(r.user ? "Logged in as " + r.user : (r.authRequired ? "" : "No authentication configured (loopback only)"));
+    if (r.user && state.role === "monitor") {
+      who.append(" ", h("span", { class: "badge gray", id: "read-only", title: "The monitor role may look but not change anything" }, "read-only"));
+    }
     document.getElementById("logout").hidden = !r.user;
+  }
+
+  // readOnlyNote says why a page has no buttons to change things.
+  function readOnlyNote(what) {
+    return h("p", { class: "muted read-only-note" }, "Read-only: your role (monitor) cannot " + what + ".");
   }
 
   // ---------------------------------------------------------------- router
@@ -271,7 +285,8 @@
         refresh();
       } catch (e) { toast(e.message, true); }
     } }, h("strong", null, "Create"), kind, name, h("button", { class: "primary", type: "submit", id: "create-submit" }, "Create"));
-    main.append(h("h1", null, "Destinations"), h("div", { class: "card" }, form), body);
+    main.append(h("h1", null, "Destinations"),
+      canChange() ? h("div", { class: "card" }, form) : readOnlyNote("create, purge or delete destinations"), body);
     async function refresh() {
       let ds;
       try { ds = await api("GET", "/api/destinations"); } catch (e) { if (e.status !== 401) toast(e.message, true); return; }
@@ -286,8 +301,8 @@
           h("td", null,
             isQueue ? h("button", { class: "small", onclick: () => { location.hash = "#/queue/" + encodeURIComponent(d.name); } }, "Browse") : null,
             d.kind === "topic" ? h("button", { class: "small", onclick: () => { location.hash = "#/subscriptions"; } }, "Subscriptions") : null, " ",
-            isQueue ? h("button", { class: "small", onclick: () => purge(d) }, "Purge") : null, " ",
-            d.temporary ? null : h("button", { class: "small danger", onclick: () => del(d) }, "Delete")));
+            isQueue && canChange() ? h("button", { class: "small", onclick: () => purge(d) }, "Purge") : null, " ",
+            d.temporary || !canChange() ? null : h("button", { class: "small danger", onclick: () => del(d) }, "Delete")));
       });
       body.replaceChildren(table(["Kind", "Name", "Messages#", "Ready#", "In flight#", "Scheduled#", "Consumers#",
         "Enqueued#", "Dequeued#", "Expired#", "Redelivered#", "Size#", ""], rows, "No destinations: create one above."));
@@ -333,17 +348,17 @@
       h("div", { class: "card" },
         h("form", { class: "toolbar", onsubmit: (ev) => { ev.preventDefault(); offset = 0; selected.clear(); load(); } },
           selector, sort, h("button", { type: "submit", class: "primary", id: "apply" }, "Apply")),
-        h("div", { class: "toolbar" },
+        canChange() ? h("div", { class: "toolbar" },
           h("strong", null, "Selected:"),
           moveTo, h("button", { id: "move-selected", onclick: () => act("move", true) }, "Move selected"),
           h("button", { id: "delete-selected", class: "danger", onclick: () => act("delete", true) }, "Delete selected"),
           h("span", { class: "muted" }, "│"),
           h("button", { id: "move-matching", onclick: () => act("move", false) }, "Move all matching"),
-          h("button", { id: "delete-matching", class: "danger", onclick: () => act("delete", false) }, "Delete all matching")),
+          h("button", { id: "delete-matching", class: "danger", onclick: () => act("delete", false) }, "Delete all matching")) : null,
         h("div", { class: "toolbar" },
           h("button", { id: "export", onclick: exportMessages }, "Export matching (.ndjson)"),
-          h("span", { class: "muted" }, "│"),
-          fileInput, h("button", { id: "import", onclick: importMessages }, "Import file"))),
+          canChange() ? [h("span", { class: "muted" }, "│"), fileInput, h("button", { id: "import", onclick: importMessages }, "Import file")] : null),
+        canChange() ? null : readOnlyNote("move, delete or import messages")),
       listing,
       h("div", { class: "pager" },
         h("button", { id: "prev", onclick: () => { offset = Math.max(0, offset - limit); load(); } }, "‹ Previous"),
@@ -384,7 +399,7 @@
           ev.target.closest("tr").classList.toggle("selected", ev.target.checked);
         } });
         return h("tr", { class: selected.has(m.id) ? "selected" : "", dataset: { id: m.id } },
-          h("td", null, box),
+          canChange() ? h("td", null, box) : null,
           h("td", { class: "mono" }, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); showDetail(m.id); } }, m.id)),
           h("td", { class: "num" }, m.priority),
           h("td", { class: "mono" }, fmtTime(m.timestamp)),
@@ -395,9 +410,9 @@
           h("td", null, m.properties.map((p) => h("span", { class: "prop" }, p.name, "=", p.value === undefined ? "null" : String(p.value), h("i", null, ":" + p.type)))),
           h("td", { class: "body-preview mono" }, h("span", { class: "badge gray" }, m.bodyKind), " ", m.body, m.bodyTruncated ? "…" : ""));
       });
-      listing.replaceChildren(table(["", "JMSMessageID", "Prio#", "Timestamp (UTC)", "Deliveries#", "State", "Type / correlation", "Properties", "Body"], rows,
+      listing.replaceChildren(table([...(canChange() ? [""] : []), "JMSMessageID", "Prio#", "Timestamp (UTC)", "Deliveries#", "State", "Type / correlation", "Properties", "Body"], rows,
         "No waiting messages" + (selector.value.trim() ? " match this selector." : ".")));
-      listing.querySelector("th").replaceChildren(all);
+      if (canChange()) listing.querySelector("th").replaceChildren(all);
       const to = Math.min(offset + limit, page.total);
       info.textContent = page.total ? (offset + 1) + "–" + to + " of " + page.total + (selected.size ? " · " + selected.size + " selected" : "") : "0 messages";
     }
@@ -472,7 +487,7 @@
 
   function subscriptionsPage() {
     const body = h("div", { id: "subscriptions-table" });
-    main.append(h("h1", null, "Durable subscriptions"), body);
+    main.append(h("h1", null, "Durable subscriptions"), canChange() ? "" : readOnlyNote("purge or delete subscriptions"), body);
     async function refresh() {
       let subs;
       try { subs = await api("GET", "/api/subscriptions?durable=true"); } catch (e) { if (e.status !== 401) toast(e.message, true); return; }
@@ -487,8 +502,8 @@
         num(s.pending), num(s.inFlight), num(s.enqueued), num(s.dequeued),
         h("td", null,
           h("button", { class: "small", onclick: () => { location.hash = "#/subscription/" + encodeURIComponent(s.clientId || "-") + "/" + encodeURIComponent(s.name); } }, "Browse"), " ",
-          h("button", { class: "small", onclick: () => purge(s) }, "Purge"), " ",
-          h("button", { class: "small danger", disabled: s.active, onclick: () => del(s) }, "Delete"))));
+          canChange() ? [h("button", { class: "small", onclick: () => purge(s) }, "Purge"), " ",
+            h("button", { class: "small danger", disabled: s.active, onclick: () => del(s) }, "Delete")] : null)));
       body.replaceChildren(table(["Client ID", "Name", "Topic", "Selector", "No local", "Shared", "State", "Pending#", "In flight#", "Enqueued#", "Dequeued#", ""], rows, "No durable subscriptions."));
     }
     async function purge(s) {
@@ -508,21 +523,22 @@
 
   function connectionsPage() {
     const body = h("div", { id: "connections-table" });
-    main.append(h("h1", null, "Connections"), body);
+    main.append(h("h1", null, "Connections"), canChange() ? "" : readOnlyNote("close connections"), body);
     async function refresh() {
       let cs;
       try { cs = await api("GET", "/api/connections"); } catch (e) { if (e.status !== 401) toast(e.message, true); return; }
-      const rows = cs.map((c) => h("tr", null,
+      const rows = cs.map((c) => h("tr", { dataset: { conn: c.id } },
         num(c.id),
         h("td", null, c.clientId),
+        h("td", { class: "conn-user" }, c.user || h("span", { class: "muted" }, "anonymous")),
         h("td", { class: "mono" }, c.remoteAddr),
         h("td", null, c.protocol),
         h("td", null, c.started ? h("span", { class: "badge green" }, "started") : h("span", { class: "badge gray" }, "stopped")),
         h("td", { class: "mono" }, c.created.replace("T", " ").replace(/\.\d+Z$/, "")),
         num(c.sessions.length), num(c.consumers),
         h("td", null, c.sessions.flatMap((s) => s.consumers.map((x) => h("div", { class: "mono" }, x.destination + (x.subscription ? " [" + x.subscription + "]" : "") + (x.selector ? " where " + x.selector : ""))))),
-        h("td", null, h("button", { class: "small danger", onclick: () => closeConn(c) }, "Close"))));
-      body.replaceChildren(table(["ID#", "Client ID", "Remote address", "Protocol", "State", "Connected (UTC)", "Sessions#", "Consumers#", "Consuming from", ""], rows, "No client connections."));
+        h("td", null, canChange() ? h("button", { class: "small danger", onclick: () => closeConn(c) }, "Close") : null)));
+      body.replaceChildren(table(["ID#", "Client ID", "User", "Remote address", "Protocol", "State", "Connected (UTC)", "Sessions#", "Consumers#", "Consuming from", ""], rows, "No client connections."));
     }
     async function closeConn(c) {
       if (!confirm("Close connection " + c.id + (c.clientId ? " (" + c.clientId + ")" : "") + "?")) return;

@@ -2,10 +2,14 @@
 // headless Chromium driven by playwright-core, a raw STOMP client on
 // node:net. It logs in, creates queues, sends through STOMP, browses the
 // message, moves it to another queue, and looks at every page, taking
-// screenshots (docs/console-*.png, or $SCREENSHOTS/console-*.png).
+// screenshots (docs/console-*.png, or $SCREENSHOTS/console-*.png). A
+// second test logs in as a monitor, a read-only user, on the admin server
+// of fixture/ (a realm with an administrator, a monitor and a messaging
+// user): it sees the connections but cannot purge.
 //
-// Run: make console-test (builds bin/sluice first), or
-//   SLUICE_BIN=path/to/sluice node --test console.test.mjs
+// Run: make console-test (builds bin/sluice and bin/console-fixture
+// first), or SLUICE_BIN=path/to/sluice FIXTURE_BIN=path/to/fixture
+// node --test console.test.mjs
 // Needs: apt-get install chromium; npm ci (in this directory).
 
 import { test } from "node:test";
@@ -21,10 +25,16 @@ import { chromium } from "playwright-core";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../../..");
 const sluiceBin = process.env.SLUICE_BIN || path.join(repo, "bin/sluice");
+const fixtureBin = process.env.FIXTURE_BIN || path.join(repo, "bin/console-fixture");
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shotDir = process.env.SCREENSHOTS || path.join(repo, "docs");
 const USER = "ops";
 const PASSWORD = "console-test-password";
+// The STOMP clients log in as a messaging user, which a broker with
+// security needs.
+const APP_USER = "webtest-app";
+const APP_PASSWORD = "webtest-app-password";
+const STOMP_LOGIN = { login: APP_USER, passcode: APP_PASSWORD };
 
 // ---------------------------------------------------------------- helpers
 
@@ -138,7 +148,45 @@ class Stomp {
   }
 }
 
-// ---------------------------------------------------------------- the test
+// openConsole launches headless Chromium on a fresh profile (closed by
+// cleanup) and returns its page, the problems it reports (page errors,
+// console errors but the failed requests whose status matches expected,
+// requests to any host but base's) and shot, which takes a screenshot
+// named console-NAME.png.
+async function openConsole(base, cleanup, expected = /401/) {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-chromium-"));
+  cleanup.push(() => fs.rmSync(profile, { recursive: true, force: true }));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+    viewport: { width: 1360, height: 820 },
+    deviceScaleFactor: 1,
+  });
+  cleanup.push(() => browser.close());
+  const page = browser.pages()[0] || (await browser.newPage());
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error" && !expected.test(m.text())) problems.push("console error: " + m.text()); });
+  page.on("request", (r) => { if (!r.url().startsWith(base + "/") && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) problems.push("request elsewhere: " + r.url()); });
+  page.on("dialog", (d) => d.accept());
+  const shot = async (name) => {
+    await page.evaluate(() => document.querySelectorAll("#toast div").forEach((d) => d.remove()));
+    await page.screenshot({ path: path.join(shotDir, "console-" + name + ".png") });
+  };
+  return { page, problems, shot };
+}
+
+// login fills in the console's login form and submits it.
+async function login(page, user, password) {
+  await page.locator("#login-form").waitFor();
+  await page.fill("#login-user", user);
+  await page.fill("#login-password", password);
+  await page.click("#login-submit");
+}
+
+// ---------------------------------------------------------------- the tests
 
 test("web console: log in, create queues, send through STOMP, browse, move", { timeout: 180000 }, async (t) => {
   assert.ok(fs.existsSync(sluiceBin), "no sluice binary at " + sluiceBin + ": run make console-test (or set SLUICE_BIN)");
@@ -188,27 +236,7 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   await waitFor("sluice to be ready", async () => !serverExited && (await fetch(base + "/readyz")).status === 200);
 
   // The browser: Debian's Chromium, headless, with a fresh profile.
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-chromium-"));
-  cleanup.push(() => fs.rmSync(profile, { recursive: true, force: true }));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-    viewport: { width: 1360, height: 820 },
-    deviceScaleFactor: 1,
-  });
-  cleanup.push(() => browser.close());
-  const page = browser.pages()[0] || (await browser.newPage());
-  const problems = [];
-  page.on("pageerror", (e) => problems.push("page error: " + e.message));
-  page.on("console", (m) => { if (m.type() === "error" && !/401/.test(m.text())) problems.push("console error: " + m.text()); });
-  page.on("request", (r) => { if (!r.url().startsWith(base + "/") && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) problems.push("request elsewhere: " + r.url()); });
-  page.on("dialog", (d) => d.accept());
-  const shot = async (name) => {
-    await page.evaluate(() => document.querySelectorAll("#toast div").forEach((d) => d.remove()));
-    await page.screenshot({ path: path.join(shotDir, "console-" + name + ".png") });
-  };
+  const { page, problems, shot } = await openConsole(base, cleanup);
 
   // Log in.
   await page.goto(base + "/");
@@ -234,10 +262,10 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
 
   // STOMP: a durable subscriber that goes away, a consumer of a busy queue,
   // and the message to browse and move.
-  const audit = await Stomp.connect(stompPort, { "client-id": "audit-service" });
+  const audit = await Stomp.connect(stompPort, { ...STOMP_LOGIN, "client-id": "audit-service" });
   await audit.subscribe("/topic/events", "1", { ack: "client", "durable-subscription-name": "audit-trail", selector: "severity <> 'debug'" });
   await audit.disconnect();
-  const app = await Stomp.connect(stompPort, { "client-id": "webtest-app" });
+  const app = await Stomp.connect(stompPort, { ...STOMP_LOGIN, "client-id": "webtest-app" });
   cleanup.push(() => app.disconnect());
   await app.subscribe("/queue/work", "w", { ack: "auto" });
   await app.send("/queue/orders", "order #1001: 3 × widget, ship to Lyon", {
@@ -307,7 +335,82 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   await shot("subscriptions");
   await page.click('nav a[data-page="connections"]');
   await page.locator("#connections-table td", { hasText: "webtest-app" }).waitFor();
+  assert.ok((await page.locator("#connections-table th").allTextContents()).includes("User"), "the connections table has a User column");
   await shot("connections");
+
+  assert.deepEqual(problems, [], "the console ran without errors and fetched nothing from elsewhere");
+});
+
+test("web console: a monitor sees the connections but cannot purge", { timeout: 120000 }, async (t) => {
+  assert.ok(fs.existsSync(fixtureBin), "no fixture binary at " + fixtureBin + ": run make console-test (or set FIXTURE_BIN)");
+  assert.ok(fs.existsSync(chromiumPath), "no Chromium at " + chromiumPath + ": apt-get install chromium");
+  fs.mkdirSync(shotDir, { recursive: true });
+  const password = "fixture-password";
+  const fixture = spawn(fixtureBin, ["-password", password], { stdio: ["pipe", "pipe", "inherit"] });
+  let exited = false;
+  fixture.on("exit", () => { exited = true; });
+  const cleanup = [];
+  t.after(async () => {
+    for (const fn of cleanup.reverse()) {
+      try { await fn(); } catch (e) { /* best effort */ }
+    }
+    fixture.stdin.end(); // the fixture serves until its standard input closes
+    await waitFor("the fixture to stop", () => exited, 10000).catch(() => fixture.kill("SIGKILL"));
+  });
+  let out = "";
+  fixture.stdout.on("data", (d) => { out += d; });
+  const addr = await waitFor("the fixture's address", () => !exited && out.includes("\n") && JSON.parse(out.split("\n")[0]).admin);
+  const base = "http://" + addr;
+  const asOps = "Basic " + Buffer.from("ops:" + password).toString("base64");
+  const depth = async () => (await (await fetch(base + "/api/destinations/queue/orders", { headers: { Authorization: asOps } })).json()).messages;
+  assert.equal(await depth(), 2, "the fixture's queue holds two orders");
+
+  const { page, problems, shot } = await openConsole(base, cleanup, /40[13]/);
+  await page.goto(base + "/");
+
+  // A messaging user without an admin grant gets no session.
+  await login(page, "app", password);
+  await page.locator("#login-error", { hasText: "user app has no admin or monitor grant" }).waitFor();
+
+  // The monitor logs in; the console says it is read-only.
+  await login(page, "watcher", password);
+  await page.locator("#stat-queues").waitFor();
+  assert.match(await page.textContent("#who"), /Logged in as watcher/);
+  await page.locator("#read-only").waitFor();
+
+  // It sees the connections, with their users, and no Close button.
+  await page.click('nav a[data-page="connections"]');
+  const billing = page.locator("#connections-table tr", { hasText: "billing-app" });
+  await billing.waitFor();
+  assert.equal(await billing.locator("td.conn-user").textContent(), "app");
+  assert.equal(await page.locator("#connections-table tr", { hasText: "health-probe" }).locator("td.conn-user").textContent(), "anonymous");
+  assert.equal(await page.locator("#connections-table button").count(), 0, "a monitor gets no Close button");
+  await page.locator(".read-only-note", { hasText: "cannot close connections" }).waitFor();
+  await shot("read-only");
+
+  // The destinations and the messages, without Create, Purge, Delete, Move.
+  await page.click('nav a[data-page="destinations"]');
+  await page.locator('tr[data-dest="/queue/orders"] td:nth-child(3)', { hasText: /^2$/ }).waitFor();
+  assert.equal(await page.locator("#create-form").count(), 0, "a monitor gets no Create form");
+  assert.equal(await page.locator("#destinations-table button", { hasText: /Purge|Delete/ }).count(), 0, "a monitor gets no Purge or Delete button");
+  await page.click('tr[data-dest="/queue/orders"] a.dest-link');
+  await page.locator("#messages-table tbody tr[data-id]").first().waitFor();
+  assert.equal(await page.locator("#messages-table tbody tr[data-id]").count(), 2);
+  assert.equal(await page.locator("#messages-table input.pick").count(), 0, "a monitor gets no message checkboxes");
+  for (const id of ["#move-selected", "#delete-selected", "#delete-matching", "#import"]) {
+    assert.equal(await page.locator(id).count(), 0, "a monitor gets no " + id);
+  }
+  await page.locator("#export").waitFor();
+
+  // The purge the console would send, in the monitor's session: refused
+  // with the server's reason, and the queue keeps its messages.
+  const refused = await page.evaluate(async () => {
+    const r = await fetch("/api/destinations/queue/orders/purge", { method: "POST", headers: { "X-Sluice-Console": "1" } });
+    return { status: r.status, body: await r.json() };
+  });
+  assert.equal(refused.status, 403);
+  assert.match(refused.body.error, /user watcher has the monitor role, which is read-only/);
+  assert.equal(await depth(), 2, "the refused purge deleted nothing");
 
   assert.deepEqual(problems, [], "the console ran without errors and fetched nothing from elsewhere");
 });
