@@ -110,6 +110,8 @@ time_to_deliver_override = "0 0 0,30 * * *"
 			`destination[1] (match "b"): time_to_deliver_override: schedule:1:15: dayOfWeek field missing`,
 		}},
 		{"bad flag value", "", []string{"--admin", "localhost"}, []string{"listeners.admin", "missing port"}},
+		{"admin listener on the network without credentials", "", []string{"--admin", "0.0.0.0:8161"},
+			[]string{"listeners.admin 0.0.0.0:8161 is not a loopback address and no admin credentials"}},
 		{"network listener without users", "", []string{"--stomp", "0.0.0.0:61613"},
 			[]string{"listeners.stomp 0.0.0.0:61613 is not a loopback address", "allow_insecure_network"}},
 		{"contradictory grant", `

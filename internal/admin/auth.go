@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicemq/sluice/engine/security"
+	"github.com/sluicemq/sluice/internal/config"
 )
 
 // TokenPrefix starts a stored bearer-token hash: "sha256:" and the hex
@@ -165,11 +166,12 @@ func HashToken(token string) string {
 	return TokenPrefix + hex.EncodeToString(h[:])
 }
 
-// Enabled reports whether admin credentials exist: a user of the realm
-// with the admin or monitor grant, or a bearer token. Then every request
-// must present some.
+// Enabled reports whether the admin listener asks for credentials: when
+// the realm has any user (security is on: a local messaging client must
+// not be an anonymous administrator) or a bearer token exists. Only users
+// with the admin or monitor grant, and tokens, then get in.
 func (a *Auth) Enabled() bool {
-	return a != nil && (a.realm.AdminUsers() || len(a.tokens) > 0)
+	return a != nil && (a.realm.Enabled() || len(a.tokens) > 0)
 }
 
 // roleOf is the admin role of an identity the realm authenticated.
@@ -332,29 +334,19 @@ func loopbackHost(hostport string) bool {
 }
 
 // CheckListen refuses an admin listener address that other machines could
-// reach unless credentials are configured (Auth.Enabled). Addresses whose
+// reach unless admin credentials are configured (a user with the admin or
+// monitor grant, or a token; config.Validate makes the same check for
+// --check-config). Addresses whose
 // host is empty or unspecified (":8161", "0.0.0.0:8161", "[::]:8161")
 // listen everywhere; a host name counts as loopback only if every address
 // it resolves to is.
 func CheckListen(addr string, a *Auth) error {
-	if a.Enabled() {
+	if a != nil && (a.realm.AdminUsers() || len(a.tokens) > 0) {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(addr)
+	loop, err := config.LoopbackAddr(addr)
 	if err != nil {
-		return fmt.Errorf("admin listener %q: %w", addr, err)
-	}
-	loop := false
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		loop = ip.IsLoopback()
-	} else if strings.EqualFold(host, "localhost") {
-		loop = true
-	} else if host != "" {
-		ips, err := net.LookupIP(host)
-		loop = err == nil && len(ips) > 0
-		for _, ip := range ips {
-			loop = loop && ip.IsLoopback()
-		}
+		return fmt.Errorf("admin listener: %w", err)
 	}
 	if !loop {
 		return fmt.Errorf("admin listener %s is not a loopback address and no admin credentials are configured: "+

@@ -229,7 +229,8 @@ func TestAuthorizationByRole(t *testing.T) {
 		{"no credentials", withUsers, false, "", unauthorized, "authentication required"},
 		{"loopback, no users", nil, false, "", admin, ""},
 		{"loopback, empty auth", &Auth{}, false, "", admin, ""},
-		{"loopback, only messaging users", messagingOnly, false, "", admin, ""},
+		{"only messaging users: no anonymous administrator", messagingOnly, false, "", unauthorized, "authentication required"},
+		{"only messaging users: a messaging user is no administrator", messagingOnly, false, basic("app", testPassword), refused, "user app has no admin or monitor grant"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.auth)

@@ -35,6 +35,7 @@ type Broker struct {
 	store  *journal.Store
 	engine *engine.Broker
 	admin  *admin.Server
+	realm  *security.Realm // who may connect and do what, on every listener
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -79,7 +80,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	authMetrics := admin.NewAuthMetrics()
-	realm, err := adminRealm(cfg, authMetrics.Attempt, log)
+	realm, err := newRealm(cfg, authMetrics.Attempt, log)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, addrs: map[string]net.Addr{}}
+	b := &Broker{cfg: cfg, log: log, realm: realm, addrs: map[string]net.Addr{}}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
 	}
@@ -110,6 +111,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	eng, err := engine.New(ctx, engine.Config{
 		ObserveDelivery:    latency.Observe,
 		ObserveDenied:      authMetrics.Denied,
+		StampUserID:        cfg.Security.SetUserID,
 		Destinations:       dests,
 		Store:              st,
 		Logger:             log.With(slog.String("component", "engine")),
@@ -205,18 +207,16 @@ func (b *Broker) serve(name, addr string, srv server) error {
 	return nil
 }
 
-// adminRealm builds the security realm from the [admin] users, each an
-// administrator (security.User.Admin) with no messaging grants; observe
-// counts its authentications. Only the admin listener asks it.
-func adminRealm(cfg config.Config, observe func(protocol, result string), log *slog.Logger) (*security.Realm, error) {
-	users := make([]security.User, len(cfg.Admin.Users))
-	for i, u := range cfg.Admin.Users {
-		users[i] = security.User{Name: u.Name, PasswordHash: u.PasswordHash, Admin: true}
-	}
-	realm, err := security.New(security.Options{Users: users, ObserveAttempt: observe,
-		Logger: log.With(slog.String("component", "security"))})
+// newRealm builds the one security realm of every listener from
+// [security] and the [admin] users (administrators with no messaging
+// grants); observe counts its authentications.
+func newRealm(cfg config.Config, observe func(protocol, result string), log *slog.Logger) (*security.Realm, error) {
+	opts := cfg.SecurityOptions()
+	opts.ObserveAttempt = observe
+	opts.Logger = log.With(slog.String("component", "security"))
+	realm, err := security.New(opts)
 	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: admin: %w", err)
+		return nil, fmt.Errorf("invalid configuration: security: %w", err)
 	}
 	return realm, nil
 }

@@ -58,6 +58,14 @@ func TestValidate(t *testing.T) {
 			c.Security = Security{AnonymousRole: "dev", Users: []SecurityUser{{Name: "a", PasswordHash: testHash}},
 				Grants: []SecurityGrant{{Role: "dev", Match: "*", Actions: []string{"send"}}}}
 		}, []string{"listeners.stomp 0.0.0.0:0", `anonymous_role "dev"`}},
+		{"admin listener on the network without credentials", func(c *Config) {
+			c.Listeners.Admin = "0.0.0.0:8161"
+			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}
+		}, []string{"listeners.admin 0.0.0.0:8161 is not a loopback address and no admin credentials"}},
+		{"admin listener on the network with an admin", func(c *Config) {
+			c.Listeners.Admin = "0.0.0.0:8161"
+			c.Admin.Users = []AdminUser{{Name: "ops", PasswordHash: testHash}}
+		}, nil},
 		{"network listener with users", func(c *Config) {
 			c.Listeners.STOMP = "0.0.0.0:0"
 			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}

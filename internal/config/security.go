@@ -112,7 +112,15 @@ func (c *Config) validateSecurity() []error {
 	if c.Security.FailureDelay < 0 || c.Security.VerifiedCacheFor < 0 {
 		errs = append(errs, errors.New("security.failure_delay and security.verified_cache_for must not be negative"))
 	}
-	if _, err := security.New(c.SecurityOptions()); err != nil {
+	realm, err := security.New(c.SecurityOptions())
+	if err == nil && c.Listeners.Admin != "" && !realm.AdminUsers() && len(c.Admin.Tokens) == 0 {
+		if loop, lerr := LoopbackAddr(c.Listeners.Admin); lerr == nil && !loop {
+			errs = append(errs, fmt.Errorf("listeners.admin %s is not a loopback address and no admin credentials are configured: "+
+				"add [[admin.users]] (password_hash from `sluice admin hash-password`), a user whose role has the admin or "+
+				"monitor grant, or admin.tokens (from `sluice admin new-token`), or listen on 127.0.0.1", c.Listeners.Admin))
+		}
+	}
+	if err != nil {
 		var list []error
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
 			list = j.Unwrap()
