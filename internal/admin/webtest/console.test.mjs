@@ -198,6 +198,7 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   const adminPort = await freePort();
   const base = "http://127.0.0.1:" + adminPort;
   const hash = execFileSync(sluiceBin, ["admin", "hash-password"], { input: PASSWORD + "\n" }).toString().trim();
+  const appHash = execFileSync(sluiceBin, ["admin", "hash-password"], { input: APP_PASSWORD + "\n" }).toString().trim();
   const configFile = path.join(tmp, "sluice.toml");
   fs.writeFileSync(configFile, [
     `data = ${JSON.stringify(path.join(tmp, "data"))}`,
@@ -209,6 +210,16 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
     `[[admin.users]]`,
     `name = "${USER}"`,
     `password_hash = "${hash}"`,
+    // The STOMP clients log in as the application user: with any user
+    // configured, security is on for the messaging listeners too.
+    `[[security.users]]`,
+    `name = "${APP_USER}"`,
+    `password_hash = "${appHash}"`,
+    `roles = ["app"]`,
+    `[[security.grants]]`,
+    `role = "app"`,
+    `match = "*"`,
+    `actions = ["*"]`,
     ``,
   ].join("\n"));
   const server = spawn(sluiceBin, ["serve", "--config", configFile], { stdio: ["ignore", "inherit", "inherit"] });
