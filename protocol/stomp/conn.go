@@ -440,18 +440,21 @@ func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
 	var who security.Identity
 	var err error
 	login, _ := f.Get(hLogin)
-	if cert := c.peerCertificate(); login != "" || cert == nil {
-		if login != "" {
-			at.Mechanism = "login"
-			passcode, _ := f.Get(hPasscode)
-			who, err = realm.Login(c.ctx, at, login, passcode)
-		} else {
-			at.Mechanism = "anonymous"
-			who, err = realm.Anonymous(c.ctx, at)
-		}
-	} else {
+	var cert *x509.Certificate
+	if login == "" {
+		cert = c.peerCertificate()
+	}
+	switch {
+	case login != "":
+		at.Mechanism = "login"
+		passcode, _ := f.Get(hPasscode)
+		who, err = realm.Login(c.ctx, at, login, passcode)
+	case cert != nil:
 		at.Mechanism = "certificate"
 		who, err = realm.Certificate(c.ctx, at, cert)
+	default:
+		at.Mechanism = "anonymous"
+		who, err = realm.Anonymous(c.ctx, at)
 	}
 	if err != nil {
 		return security.Identity{}, &protoError{msg: security.ErrAuthentication.Error()}
