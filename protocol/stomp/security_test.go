@@ -1,10 +1,13 @@
 package stomp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -546,5 +549,57 @@ func TestJMSXUserID(t *testing.T) {
 				t.Fatalf("JMSXUserID %q (present %v), want %q", got, present, tc.want)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a log sink for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// No log line, at any level, carries a passcode: neither a right one nor
+// a wrong one; the user's name and the connection are logged instead.
+func TestPasscodesAreNeverLogged(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts := realmOptions(t)
+	opts.Logger = log
+	eng, err := engine.New(context.Background(), engine.Config{Logger: log, AutoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveWith(t, eng, func() { _ = eng.Close() }, stomp.Options{Realm: newRealm(t, opts), Logger: log})
+	const wrong = "wrong-Passc0de"
+	r := dialRaw(t, addr)
+	r.write("CONNECT\naccept-version:1.2\nlogin:alice\npasscode:" + wrong + "\n\n\x00")
+	r.expect(frame.CmdError, "", "authentication failed")
+	r.closed()
+	r = connectAs(t, addr, "alice")
+	r.write("SEND\ndestination:/queue/billing.a\nreceipt:1\n\nx\x00")
+	r.expect(frame.CmdError, "1", "may not send")
+	r.write("DISCONNECT\nreceipt:bye\n\n\x00")
+	r.expect(frame.CmdReceipt, "bye", "")
+	r.closed()
+	out := logs.String()
+	if !strings.Contains(out, "alice") {
+		t.Fatalf("the logs do not name the user:\n%s", out)
+	}
+	for _, pw := range []string{wrong, alicePW} {
+		if strings.Contains(out, pw) {
+			t.Fatalf("a passcode is in the logs:\n%s", out)
+		}
 	}
 }
