@@ -27,9 +27,10 @@ const confirmQueue = 4096
 // pendingConfirm is a frame whose receipt (or whose SEND's failure) waits
 // for a confirmation; conf is nil for a frame that only waits its turn.
 type pendingConfirm struct {
-	f    *frame.Frame
-	conf *engine.Confirmation
-	done chan struct{} // closed once handled (DISCONNECT waits on it)
+	f       *frame.Frame
+	conf    *engine.Confirmation
+	refusal error         // f was denied: answered with an ERROR that leaves the connection open
+	done    chan struct{} // closed once handled (DISCONNECT waits on it)
 }
 
 // confirmer is the state of a connection's confirmer goroutine.
@@ -70,6 +71,8 @@ func (c *conn) confirmLoop() {
 				if ctx.Err() == nil {
 					c.fail(err, pc.f)
 				}
+			case pc.refusal != nil:
+				c.send(outItem{f: errorFrame(pc.refusal, pc.f)})
 			case pc.f != nil:
 				c.receipt(pc.f)
 			}

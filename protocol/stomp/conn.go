@@ -2,6 +2,8 @@ package stomp
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/internal/netserve"
 	"github.com/sluicemq/sluice/protocol/stomp/frame"
 )
@@ -59,7 +62,7 @@ type conn struct {
 	subSeq   uint64
 	temps    map[message.Destination]message.Destination // client name → engine destination
 	tempsRev map[message.Destination]string              // engine destination → client name
-	txns     map[string]*engine.Txn
+	txns     map[string]*stompTxn
 
 	confirms confirmer       // reader goroutine starts it; see confirm.go
 	ctx      context.Context // cancelled when the connection ends
@@ -77,7 +80,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		subs:     map[string]*subscription{},
 		temps:    map[message.Destination]message.Destination{},
 		tempsRev: map[message.Destination]string{},
-		txns:     map[string]*engine.Txn{},
+		txns:     map[string]*stompTxn{},
 		ctx:      context.Background(), // Run gives it the connection's end
 	}
 }
@@ -91,6 +94,22 @@ type protoError struct {
 func (e *protoError) Error() string { return e.msg }
 
 func refuse(msg string, args ...any) error { return &protoError{msg: fmt.Sprintf(msg, args...)} }
+
+// isDenied reports whether err is an authorization refusal
+// (engine.CodeSecurity) anywhere in its chain. A denied frame is answered
+// with an ERROR and the connection stays open (see refuseFrame).
+func isDenied(err error) bool {
+	return errors.Is(err, &engine.Error{Code: engine.CodeSecurity})
+}
+
+// stompTxn is a transaction BEGIN opened. denied is the first SEND in it
+// that authorization refused: the transaction stays open for the frames
+// that name it, but its COMMIT rolls it back, so that a client never has
+// half of what it sent as one unit committed.
+type stompTxn struct {
+	tx     *engine.Txn
+	denied error
+}
 
 // Run serves the connection until it ends.
 func (c *conn) Run() {
@@ -171,6 +190,10 @@ func (c *conn) readLoop() error {
 			continue
 		}
 		stop, err := c.handle(f)
+		if err != nil && isDenied(err) {
+			c.refuseFrame(err, f)
+			continue
+		}
 		if err != nil {
 			c.fail(err, f)
 			return nil
@@ -184,6 +207,34 @@ func (c *conn) readLoop() error {
 // fail sends an ERROR frame for err (answering f's receipt if it asked for
 // one) and closes the connection once it is written.
 func (c *conn) fail(err error, f *frame.Frame) {
+	ef := errorFrame(err, f)
+	c.failing.Store(true)
+	msg, _ := ef.Get(frame.HeaderMessage)
+	c.log.Info("stomp error sent", slog.String("message", msg))
+	select {
+	case c.out <- outItem{f: ef, close: true}:
+	case <-c.done:
+	}
+}
+
+// refuseFrame answers a frame that authorization refused with an ERROR
+// (with f's receipt-id, if it asked for a receipt) and leaves the
+// connection open: the frame had no effect, and the connection's other
+// subscriptions and transactions carry on. While earlier frames wait for
+// their confirmations, the ERROR waits its turn behind their receipts.
+func (c *conn) refuseFrame(err error, f *frame.Frame) {
+	c.log.Debug("stomp frame refused", slog.String("command", string(f.Command)), slog.Any("err", err))
+	if c.confirms.pending.Load() > 0 {
+		c.later(pendingConfirm{f: f, refusal: err})
+		return
+	}
+	c.send(outItem{f: errorFrame(err, f)})
+}
+
+// errorFrame is the ERROR frame for err, answering f's receipt if it asked
+// for one: the message header is err's first line, the body the detail
+// with the JMS exception name.
+func errorFrame(err error, f *frame.Frame) *frame.Frame {
 	msg, detail := err.Error(), ""
 	var pe *protoError
 	if errors.As(err, &pe) {
@@ -206,12 +257,7 @@ func (c *conn) fail(err error, f *frame.Frame) {
 		detail = msg
 	}
 	ef.Body = []byte(detail + "\n")
-	c.failing.Store(true)
-	c.log.Info("stomp error sent", slog.String("message", msg))
-	select {
-	case c.out <- outItem{f: ef, close: true}:
-	case <-c.done:
-	}
+	return ef
 }
 
 // send queues a frame for the writer, waiting while the writer is behind
@@ -336,9 +382,14 @@ func (c *conn) connect(f *frame.Frame) error {
 		}
 		c.sendHB, c.recvHB = send, recv
 	}
+	who, err := c.authenticate(f)
+	if err != nil {
+		return err
+	}
 	opts := c.srv.opts.Connection
 	opts.RemoteAddr = c.nc.RemoteAddr().String()
 	opts.Protocol = "stomp/" + v.String()
+	opts.User, opts.Permissions = who.User, who.Permissions
 	if id, ok := f.Get(hClientID); ok && id != "" {
 		opts.ClientID = id
 	}
@@ -369,9 +420,61 @@ func (c *conn) connect(f *frame.Frame) error {
 	if v >= frame.V11 {
 		cf.Add(frame.HeaderHeartBeat, frame.HeartBeat{Send: c.sendHB, Receive: c.recvHB}.String())
 	}
-	c.log.Debug("stomp connected", slog.String("version", v.String()))
+	c.log.Debug("stomp connected", slog.String("version", v.String()), slog.String("user", who.User))
 	c.send(outItem{f: cf, setup: &writerSetup{version: v, sendHB: c.sendHB}})
 	return nil
+}
+
+// authenticate asks the server's realm who the client of CONNECT f is: by
+// its login and passcode; without a login, by the TLS client certificate
+// the handshake verified; else as an anonymous client. With security off
+// it asks nothing and every client is let in. A failure is one generic
+// ERROR text, whatever went wrong (the realm logs the reason, and has
+// already waited its failure delay). The passcode is never logged.
+func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
+	realm := c.srv.opts.Realm
+	if !realm.Enabled() {
+		return security.Identity{}, nil
+	}
+	at := security.Attempt{Protocol: "stomp", Remote: c.nc.RemoteAddr().String()}
+	var who security.Identity
+	var err error
+	login, _ := f.Get(hLogin)
+	var cert *x509.Certificate
+	if login == "" {
+		cert = c.peerCertificate()
+	}
+	switch {
+	case login != "":
+		at.Mechanism = "login"
+		passcode, _ := f.Get(hPasscode)
+		who, err = realm.Login(c.ctx, at, login, passcode)
+	case cert != nil:
+		at.Mechanism = "certificate"
+		who, err = realm.Certificate(c.ctx, at, cert)
+	default:
+		at.Mechanism = "anonymous"
+		who, err = realm.Anonymous(c.ctx, at)
+	}
+	if err != nil {
+		return security.Identity{}, &protoError{msg: security.ErrAuthentication.Error()}
+	}
+	return who, nil
+}
+
+// peerCertificate is the client certificate the TLS handshake verified, or
+// nil (not TLS, no certificate, or one not verified). The reader has read
+// CONNECT, so the handshake is complete.
+func (c *conn) peerCertificate() *x509.Certificate {
+	tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState })
+	if !ok {
+		return nil
+	}
+	st := tc.ConnectionState()
+	if !st.HandshakeComplete || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return st.VerifiedChains[0][0]
 }
 
 // receipt answers a frame's receipt header, if any.
@@ -469,11 +572,15 @@ func (c *conn) handleSend(ctx context.Context, f *frame.Frame) error {
 		return refuse("%v", err)
 	}
 	if txID, ok := f.Get(hTransaction); ok {
-		tx := c.txns[txID]
-		if tx == nil {
+		st := c.txns[txID]
+		if st == nil {
 			return refuse("SEND names transaction %q, which is not open", txID)
 		}
-		return c.prod.SendIn(ctx, tx, dest, m, o)
+		err := c.prod.SendIn(ctx, st.tx, dest, m, o)
+		if err != nil && isDenied(err) && st.denied == nil {
+			st.denied = err
+		}
+		return err
 	}
 	conf, err := c.prod.SendToAsync(ctx, dest, m, o)
 	if err != nil {
@@ -507,21 +614,26 @@ func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {
 		if err != nil {
 			return err
 		}
-		c.txns[id] = tx
+		c.txns[id] = &stompTxn{tx: tx}
 	case frame.CmdCommit:
-		tx := c.txns[id]
-		if tx == nil {
+		st := c.txns[id]
+		if st == nil {
 			return refuse("COMMIT of transaction %q, which is not open", id)
 		}
 		delete(c.txns, id)
-		return tx.Commit(ctx)
+		if st.denied != nil {
+			st.tx.Rollback(ctx)
+			return &engine.Error{Code: engine.CodeTransactionRolledBack,
+				Msg: fmt.Sprintf("transaction %s rolled back: a SEND in it was refused", id), Err: st.denied}
+		}
+		return st.tx.Commit(ctx)
 	case frame.CmdAbort:
-		tx := c.txns[id]
-		if tx == nil {
+		st := c.txns[id]
+		if st == nil {
 			return refuse("ABORT of transaction %q, which is not open", id)
 		}
 		delete(c.txns, id)
-		tx.Rollback(ctx)
+		st.tx.Rollback(ctx)
 	}
 	return nil
 }

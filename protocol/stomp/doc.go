@@ -9,8 +9,14 @@
 // the header conventions that ActiveMQ, Artemis and RabbitMQ clients use (the
 // table is in docs/stomp.md) onto engine messages.
 //
+// With Options.Realm, CONNECT authenticates the client (login and
+// passcode, a verified TLS client certificate, or anonymous), and the
+// engine checks the user's permissions at each frame.
+//
 // Every protocol violation or engine refusal is answered with an ERROR frame
 // whose message header says what went wrong (with a receipt-id when the
 // failing frame asked for a receipt), and the connection is closed; other
-// connections and confirmed messages are untouched.
+// connections and confirmed messages are untouched. A frame that
+// authorization denies is the exception: its ERROR leaves the connection
+// open, so that the connection's other work carries on.
 package stomp

@@ -30,6 +30,8 @@ const (
 	hRedelivered     = "redelivered"
 	hSelector        = "selector"
 	hClientID        = "client-id"
+	hLogin           = "login"
+	hPasscode        = "passcode"
 	hNoLocal         = "no-local"
 	hAMQNoLocal      = "activemq.noLocal"
 	hAMQSubName      = "activemq.subscriptionName"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/internal/netserve"
 	"github.com/sluicemq/sluice/protocol/stomp/frame"
 )
@@ -34,6 +35,11 @@ type Options struct {
 	MaxTransactions int
 	// Connection holds the connection-factory defaults of every client.
 	Connection engine.ConnectionOptions
+	// Realm authenticates CONNECT's login and passcode (or the verified TLS
+	// client certificate, or no credentials at all) and gives the
+	// connection its user and permissions. Nil, or a realm without users,
+	// is security off: every client is accepted, whatever it sends.
+	Realm *security.Realm
 	// ServerName is sent in CONNECTED's server header, e.g. "Sluice/0.1.0".
 	ServerName string
 	// Logger receives connection-level logs; nil discards them.

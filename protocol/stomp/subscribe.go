@@ -349,11 +349,11 @@ func (c *conn) handleAck(ctx context.Context, f *frame.Frame) error {
 	}
 	if f.Command == frame.CmdAck {
 		if txID, ok := f.Get(hTransaction); ok {
-			tx := c.txns[txID]
-			if tx == nil {
+			st := c.txns[txID]
+			if st == nil {
 				return refuse("ACK names transaction %q, which is not open", txID)
 			}
-			return sub.sess.AcknowledgeIn(tx, tag)
+			return sub.sess.AcknowledgeIn(st.tx, tag)
 		}
 		return sub.sess.Acknowledge(ctx, tag)
 	}
