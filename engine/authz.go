@@ -124,17 +124,26 @@ func (c *Connection) authorize(a Action, dest message.Destination) error {
 	}
 	c.b.log.Debug("authorization denied", slog.String("protocol", c.opts.Protocol), slog.String("user", user),
 		slog.String("remote", c.opts.RemoteAddr), slog.String("action", a.String()), slog.String("destination", dest.String()))
-	return errorf(CodeSecurity, "user %s may not %s %s %s", user, a, preposition(a), dest)
+	return errorf(CodeSecurity, "user %s may not %s %s (action %s)", user, refusedWhat(a), dest, a)
 }
 
-func preposition(a Action) string {
+// refusedWhat says what a refused action would have done, for the error.
+func refusedWhat(a Action) string {
 	switch a {
 	case ActionSend:
-		return "to"
-	case ActionConsume, ActionCreate, ActionBrowse:
-		return "on"
+		return "send to"
+	case ActionConsume:
+		return "consume from"
+	case ActionSubscribe:
+		return "subscribe to"
+	case ActionDurable:
+		return "create or delete a durable or shared subscription on"
+	case ActionBrowse:
+		return "browse"
+	case ActionCreate:
+		return "create"
 	}
-	return "to"
+	return "use"
 }
 
 // stampUserID applies the broker's JMSXUserID rule to a message sent by c:

@@ -149,6 +149,7 @@ func (b *Broker) listen() error {
 			Connection:      connOpts,
 			DefaultPrefetch: b.cfg.Connection.Prefetch,
 			ServerName:      "Sluice/" + Version,
+			Realm:           b.realm,
 			Logger:          b.log.With(slog.String("component", "stomp")),
 		})
 		if err := b.serve("stomp", addr, srv); err != nil {

@@ -68,7 +68,7 @@ func TestDeniedFrameLeavesTheConnectionOpen(t *testing.T) {
 	}
 
 	r.write("SUBSCRIBE\nid:2\ndestination:/queue/billing.a\nreceipt:r2\n\n\x00")
-	r.expect(frame.CmdError, "r2", "user alice may not consume on /queue/billing.a")
+	r.expect(frame.CmdError, "r2", "user alice may not consume from /queue/billing.a")
 
 	// The connection carries on: the first subscription receives, and the
 	// denied subscription's id is free again.

@@ -332,31 +332,31 @@ func TestAuthorizationOfEveryAction(t *testing.T) {
 	}{
 		{name: "send/allowed", user: "bob", do: send("/queue/orders.a"), check: queueHolds(ordersA, 1)},
 		{name: "send/denied by pattern", user: "alice", do: send("/queue/billing.a"),
-			denied: "user alice may not send to /queue/billing.a", check: queueHolds(billingA, 0)},
+			denied: "user alice may not send to /queue/billing.a (action send)", check: queueHolds(billingA, 0)},
 		{name: "send/denied by action", user: "bob", do: send("/topic/prices.x"),
-			denied: "user bob may not send to /topic/prices.x"},
+			denied: "user bob may not send to /topic/prices.x (action send)"},
 		{name: "consume/allowed", user: "alice", setup: waiting, do: consume("/queue/orders.a")},
 		{name: "consume/denied", user: "bob", setup: waiting, do: consume("/queue/orders.a"),
-			denied: "user bob may not consume on /queue/orders.a", check: queueHolds(ordersA, 1)},
+			denied: "user bob may not consume from /queue/orders.a (action consume)", check: queueHolds(ordersA, 1)},
 		{name: "subscribe/allowed", user: "bob", do: subscribe("/topic/prices.x")},
 		{name: "subscribe/denied", user: "alice", do: subscribe("/topic/news.x"),
-			denied: "user alice may not subscribe to /topic/news.x"},
+			denied: "user alice may not subscribe to /topic/news.x (action subscribe)"},
 		{name: "durable create/allowed", user: "alice", clientID: "app", do: subscribe("/topic/prices.x", "activemq.subscriptionName", "d1"),
 			check: durable("app", true)},
 		{name: "durable create/denied", user: "bob", clientID: "app", do: subscribe("/topic/prices.x", "activemq.subscriptionName", "d1"),
-			denied: "user bob may not durable to /topic/prices.x", check: durable("app", false)},
+			denied: "user bob may not create or delete a durable or shared subscription on /topic/prices.x (action durable)", check: durable("app", false)},
 		{name: "shared create/denied", user: "bob", do: subscribe("/topic/prices.x", "sluice-subscription-name", "d1", "sluice-shared", "true"),
-			denied: "user bob may not durable to /topic/prices.x"},
+			denied: "user bob may not create or delete a durable or shared subscription on /topic/prices.x (action durable)"},
 		{name: "durable delete/allowed", user: "alice", clientID: "app", setup: durableD1("app"), do: unsubscribeDurable,
 			check: durable("app", false)},
 		{name: "durable delete/denied", user: "bob", clientID: "app", setup: durableD1("app"), do: unsubscribeDurable,
-			denied: "user bob may not durable to /topic/prices.x", check: durable("app", true)},
+			denied: "user bob may not create or delete a durable or shared subscription on /topic/prices.x (action durable)", check: durable("app", true)},
 		{name: "browse/allowed", user: "alice", setup: waiting, do: browse("/queue/orders.a"), check: queueHolds(ordersA, 1)},
 		{name: "browse/denied", user: "bob", setup: waiting, do: browse("/queue/orders.a"),
-			denied: "user bob may not browse on /queue/orders.a", check: queueHolds(ordersA, 1)},
+			denied: "user bob may not browse /queue/orders.a (action browse)", check: queueHolds(ordersA, 1)},
 		{name: "create/allowed", user: "alice", do: send("/queue/orders.new"), check: queueHolds(orderNew, 1)},
 		{name: "create/denied", user: "bob", do: send("/queue/orders.new"),
-			denied: "user bob may not create on /queue/orders.new", check: notCreated(orderNew)},
+			denied: "user bob may not create /queue/orders.new (action create)", check: notCreated(orderNew)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -465,7 +465,7 @@ func TestAnonymousRolePermissions(t *testing.T) {
 		t.Fatalf("anonymous subscriber: %v", err)
 	}
 	err = c.Send("/queue/orders.a", "text/plain", []byte("m"), gostomp.SendOpt.Receipt)
-	if got, want := errText(err), "user anonymous may not send to /queue/orders.a"; got != want {
+	if got, want := errText(err), "user anonymous may not send to /queue/orders.a (action send)"; got != want {
 		t.Fatalf("anonymous send: %q, want %q", got, want)
 	}
 }
