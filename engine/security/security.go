@@ -139,7 +139,7 @@ type Realm struct {
 	dummy []byte
 
 	mu       sync.Mutex
-	verified map[[32]byte]time.Time    // good user+password checks, by hash
+	verified map[[32]byte]time.Time     // good user+password checks, by hash
 	inflight map[[32]byte]chan struct{} // checks running now, so a storm runs bcrypt once
 }
 
@@ -151,7 +151,6 @@ type account struct {
 	admin   bool
 	monitor bool
 }
-
 
 // New checks opts and builds the realm. Every problem is reported, each
 // with the index of its user or grant.
