@@ -691,6 +691,8 @@ func condOf(err error) *amqpError {
 		cond = types.TransactionErrorTransactionRollback
 	case engine.CodeConsumerClosed:
 		cond = types.AMQPErrorResourceDeleted
+	case engine.CodeSecurity:
+		cond = types.AMQPErrorUnauthorizedAccess
 	}
 	return &amqpError{Cond: cond, Desc: err.Error()}
 }
