@@ -394,3 +394,41 @@ func TestDeniedTransferStoresNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestStampUserID: with engine.Config.StampUserID, the user-id (and a
+// JMSXUserID property) a client sets is replaced by its login, and an
+// anonymous client's messages carry none.
+func TestStampUserID(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{Realm: testRealm(t, "anon")}, engine.Config{StampUserID: true})
+	forged := func() *amqp.Message {
+		return &amqp.Message{Value: "m", Properties: &amqp.MessageProperties{UserID: []byte("mallory")},
+			ApplicationProperties: map[string]any{"JMSXUserID": "mallory"}}
+	}
+	alice := dialAs(t, ts, "alice", "")
+	s := session(t, alice)
+	send(t, sender(t, s, "orders.stamp", nil), forged())
+	send(t, sender(t, session(t, ts.dial(t, &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous()})), "orders.stamp", nil), forged())
+	r := receiver(t, s, "orders.stamp", queueCaps())
+	for _, want := range []string{"alice", ""} {
+		m := recv(t, r)
+		if got := string(m.Properties.UserID); got != want {
+			t.Fatalf("user-id %q, want %q", got, want)
+		}
+		if v, ok := m.ApplicationProperties["JMSXUserID"]; ok {
+			t.Fatalf("JMSXUserID %v travels as an application property", v)
+		}
+		accept(t, r, m)
+	}
+}
+
+// TestUserIDCarried: with security off and no stamping, user-id is
+// JMSXUserID and arrives as the client set it.
+func TestUserIDCarried(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	s := session(t, ts.dial(t, nil))
+	send(t, sender(t, s, "uid", nil), &amqp.Message{Value: "m", Properties: &amqp.MessageProperties{UserID: []byte("bob")}})
+	m := recv(t, receiver(t, s, "uid", nil))
+	if string(m.Properties.UserID) != "bob" {
+		t.Fatalf("user-id %q, want bob", m.Properties.UserID)
+	}
+}
