@@ -432,3 +432,28 @@ func TestUserIDCarried(t *testing.T) {
 		t.Fatalf("user-id %q, want bob", m.Properties.UserID)
 	}
 }
+
+// TestDeniedPresettledSend: a pre-settled send to a denied queue has no
+// outcome to carry the refusal, so the server detaches the sending link
+// with amqp:unauthorized-access; go-amqp's next send on that link fails
+// with it, and the connection's other links carry on.
+func TestDeniedPresettledSend(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{Realm: testRealm(t, "")}, engine.Config{})
+	c := dialAs(t, ts, "alice", "")
+	s := session(t, c)
+	relay := sender(t, s, "", &amqp.SenderOptions{SettlementMode: ptr(amqp.SenderSettleModeSettled)})
+	ctx, cancel := ctx5()
+	defer cancel()
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		err = relay.Send(ctx, &amqp.Message{Properties: &amqp.MessageProperties{To: ptr("secret.presettled")}, Value: "denied"}, nil)
+		if err == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	refusedFor(t, err, "alice", engine.ActionSend)
+	if _, err := ts.eng.DestinationInfo(message.Destination{Kind: message.Queue, Name: "secret.presettled"}); err == nil {
+		t.Fatal("queue secret.presettled exists after refused sends")
+	}
+	stillWorks(t, c)
+}
