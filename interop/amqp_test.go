@@ -18,6 +18,11 @@
 //
 // Missing clients skip, or fail under CI / SLUICE_INTEROP_REQUIRE=1, as in
 // stomp_test.go. (The package comment is in stomp_test.go.)
+//
+// The security scenario needs a broker with users and grants: its test
+// starts the engine and the AMQP server directly with a security.Realm,
+// and gives the script the user and password in SLUICE_AMQP_USER and
+// SLUICE_AMQP_PASSWORD.
 
 package interop
 
@@ -34,8 +39,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/internal/broker"
 	"github.com/sluicemq/sluice/internal/config"
+	"github.com/sluicemq/sluice/protocol/amqp"
 )
 
 // amqpDestinations give the queue the outcomes scenario rejects messages on
@@ -52,6 +63,7 @@ type amqpSluice struct {
 	b         *broker.Broker
 	amqpPort  int
 	stompPort int
+	env       []string // more environment for the scripts
 }
 
 // startAMQPSluice starts a broker on a fresh temporary data directory, with
@@ -110,6 +122,7 @@ func runAMQPScript(t *testing.T, s *amqpSluice, scenario string, argv ...string)
 		"PYTHONUNBUFFERED=1",
 		"NO_COLOR=1",
 	)
+	cmd.Env = append(cmd.Env, s.env...)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -170,6 +183,88 @@ func TestRhea(t *testing.T) {
 			t.Parallel()
 			s := startAMQPSluice(t)
 			runAMQPScript(t, s, scenario, nd, script)
+		})
+	}
+}
+
+// The user of the security scenario.
+const (
+	secureUser     = "interop-app"
+	securePassword = "interop-secret"
+)
+
+// startSecureAMQP starts an engine and an AMQP server on 127.0.0.1:0 with a
+// realm: secureUser may send to, consume from and create queues
+// py.sec.ok.* and js.sec.ok.*, and nothing else; no anonymous access.
+func startSecureAMQP(t *testing.T) (*amqpSluice, *engine.Broker) {
+	t.Helper()
+	s := &amqpSluice{t: t, logs: &syncBuffer{}, env: []string{"SLUICE_AMQP_USER=" + secureUser, "SLUICE_AMQP_PASSWORD=" + securePassword}}
+	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hash, err := bcrypt.GenerateFromPassword([]byte(securePassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realm, err := security.New(security.Options{
+		Users: []security.User{{Name: secureUser, PasswordHash: string(hash), Roles: []string{"app"}}},
+		Grants: []security.Grant{
+			{Role: "app", Kind: "queue", Match: "py.sec.ok.*", Actions: []string{"send", "consume", "create"}},
+			{Role: "app", Kind: "queue", Match: "js.sec.ok.*", Actions: []string{"send", "consume", "create"}},
+		},
+		Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(context.Background(), engine.Config{AutoCreate: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := amqp.NewServer(eng, amqp.Options{Realm: realm, Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = eng.Close()
+		if t.Failed() {
+			t.Logf("broker log:\n%s", s.logs.String())
+		}
+	})
+	s.amqpPort = ln.Addr().(*net.TCPAddr).Port
+	return s, eng
+}
+
+// TestAMQPSecurity runs the security scenario of Qpid Proton Python and of
+// rhea against a broker with a realm: PLAIN login, a wrong password
+// refused, a denied queue refused with amqp:unauthorized-access on the link
+// while the connection carries on, and nothing stored on the denied queue.
+func TestAMQPSecurity(t *testing.T) {
+	clients := []struct {
+		name, prefix string
+		argv         func(t *testing.T) []string
+	}{
+		{"proton-python", "py", func(t *testing.T) []string {
+			py := pythonWith(t, "proton", "'.'.join(map(str, proton.VERSION))", "Qpid Proton Python", "python3-qpid-proton")
+			return []string{py, filepath.Join("python", "proton_py.py")}
+		}},
+		{"rhea", "js", func(t *testing.T) []string {
+			return []string{nodeWith(t, "rhea"), filepath.Join("js", "rhea.mjs")}
+		}},
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			argv := c.argv(t)
+			s, eng := startSecureAMQP(t)
+			runAMQPScript(t, s, "security", argv...)
+			denied := message.Destination{Kind: message.Queue, Name: c.prefix + ".sec.denied"}
+			if _, err := eng.DestinationInfo(denied); err == nil {
+				t.Fatalf("queue %s exists after refused sends", denied.Name)
+			}
 		})
 	}
 }

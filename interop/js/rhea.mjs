@@ -5,7 +5,9 @@
 // Each scenario prints what it checks and ends with "PASS SCENARIO"; a failed
 // check prints "FAIL SCENARIO: reason" and exits 1. Every wait is bounded.
 // Destination names are per scenario (js.*). With SLUICE_INTEROP_DEBUG=1
-// rhea's frame trace (DEBUG=rhea:frames) goes to stderr.
+// rhea's frame trace (DEBUG=rhea:frames) goes to stderr. The security scenario
+// logs in with SASL PLAIN as SLUICE_AMQP_USER / SLUICE_AMQP_PASSWORD against a
+// broker whose realm lets that user send to and consume from js.sec.ok.* only.
 // interop/amqp_test.go (build tag interop) starts the broker and runs these.
 
 import { WAIT, QUIET, Fail, check, withTimeout, sleep, Mailbox } from './common.mjs';
@@ -39,11 +41,12 @@ function once(emitter, name, what, failures = []) {
 
 // Conn is one rhea connection.
 class Conn {
-  static async open(port, name, containerId) {
+  // open connects; extra holds more connect options (username, password).
+  static async open(port, name, containerId, extra = {}) {
     const c = new Conn();
     c.name = name;
     const container = rhea.create_container({ id: containerId || `js-${name}-${process.pid}` });
-    c.conn = container.connect({ host: HOST, port, reconnect: false });
+    c.conn = container.connect({ host: HOST, port, reconnect: false, ...extra });
     c.conn.on('disconnected', ctx => {
       if (!c.closing) console.log(`[${name}] disconnected: ${ctx.error || ''}`);
     });
@@ -307,6 +310,67 @@ const scenarios = {
     await s.put({ body: 'd3' });
     const m = await r.box.next('after the drains');
     check(m.message.body === 'd3', 'a normal flow after the drains delivers', m.message.body);
+    await c.close();
+  },
+
+  // SASL PLAIN against a realm: the right password is let in, a wrong one
+  // refused; a send to a denied queue is refused with amqp:unauthorized-access
+  // (at attach, and on the anonymous relay as a rejected outcome) while the
+  // connection and its other links carry on.
+  async security(port) {
+    const username = process.env.SLUICE_AMQP_USER;
+    const password = process.env.SLUICE_AMQP_PASSWORD;
+    // refusal connects with extra options and resolves with the error of
+    // the connection_error (or disconnected) event that ends it.
+    const refusal = (name, extra) => {
+      const conn = rhea.create_container({ id: `${name}-${process.pid}` }).connect({ host: HOST, port, reconnect: false, ...extra });
+      return withTimeout(new Promise(resolve => {
+        const done = ctx => resolve(ctx.error || ctx.connection.get_error() || { condition: 'none' });
+        conn.on('connection_error', done);
+        conn.on('disconnected', done);
+      }), `${name}: the refusal`);
+    };
+    // rhea reports the sasl-outcome auth as a connection_error whose error
+    // has the condition amqp:unauthorized-access.
+    const bad = await refusal('js-sec-bad', { username, password: `wrong-${password}` });
+    console.log(`     ${bad.condition}: ${bad.description || bad.message}`);
+    check(bad.condition === 'amqp:unauthorized-access', 'a wrong password is refused (connection_error amqp:unauthorized-access)', bad.condition);
+    // Without credentials rhea skips SASL: the server answers the open and
+    // closes with amqp:unauthorized-access.
+    const anon = await refusal('js-sec-anon', {});
+    console.log(`     ${anon.condition}: ${anon.description || anon.message}`);
+    check(anon.condition === 'amqp:unauthorized-access', 'no credentials (no SASL): closed with amqp:unauthorized-access', anon.condition);
+
+    const c = await Conn.open(port, 'js-sec', undefined, { username, password });
+    check(true, 'PLAIN login with the right password');
+    const ok = await c.sender({ target: queue('js.sec.ok.orders') }, 'js.sec.ok.orders');
+    await ok.put({ body: 'allowed 1' });
+
+    const denied = c.conn.open_sender({ target: queue('js.sec.denied') });
+    const closed = await once(denied, 'sender_close', 'detach of the sender on a denied queue');
+    const err = denied.error || (closed.sender && closed.sender.error) || {};
+    check(err.condition === 'amqp:unauthorized-access', 'sender on a denied queue refused with amqp:unauthorized-access', err);
+    check(String(err.description || '').includes(username), 'the refusal names the user', err.description);
+
+    const relay = c.conn.open_sender({ target: {} });
+    await once(relay, 'sendable', 'credit on the anonymous relay', ['sender_close']);
+    const rejected = once(relay, 'rejected', 'outcome of a relay send to a denied queue', ['accepted', 'sender_close']);
+    relay.send({ to: 'js.sec.denied', body: 'denied' });
+    const rctx = await rejected;
+    const rerr = (rctx.delivery.remote_state && rctx.delivery.remote_state.error) || {};
+    check(rerr.condition === 'amqp:unauthorized-access', 'anonymous relay to a denied queue: rejected with amqp:unauthorized-access', rerr);
+    const acc = once(relay, 'accepted', 'outcome of a relay send to an allowed queue', ['rejected', 'sender_close']);
+    relay.send({ to: 'js.sec.ok.orders', body: 'allowed 2' });
+    await acc;
+    check(true, 'the relay link carries on: a send to an allowed queue accepted');
+    await ok.put({ body: 'allowed 3' });
+    check(true, 'the named link carries on');
+
+    const r = await c.receiver({ source: queue('js.sec.ok.orders'), credit_window: 10 }, 'js.sec.ok.orders');
+    const got = [];
+    for (let i = 0; i < 3; i++) got.push((await r.box.next(`allowed message ${i + 1}`)).message.body);
+    check(JSON.stringify(got) === JSON.stringify(['allowed 1', 'allowed 2', 'allowed 3']), 'every allowed message arrives', got);
+    await r.box.none('nothing more arrives');
     await c.close();
   },
 };

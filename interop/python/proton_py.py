@@ -15,6 +15,10 @@ destination py.outcomes.DLQ (interop/amqp_test.go configures it).
 Most scenarios use proton.utils.BlockingConnection; link options (terminus
 capabilities, filters, durability) are the reactor's LinkOption classes.
 
+The security scenario logs in with SASL PLAIN as SLUICE_AMQP_USER /
+SLUICE_AMQP_PASSWORD against a broker with a realm that lets that user send to
+and consume from queues py.sec.ok.* only (interop/amqp_test.go starts one).
+
 interop/amqp_test.go (build tag interop) starts the broker and runs these.
 """
 
@@ -550,6 +554,69 @@ def scenario_cross(port):
     for k, v in want.items():
         check(hdrs.get(k) == v, "STOMP header %s = %r" % (k, v), hdrs.get(k))
     st.close()
+    c.close()
+
+
+def scenario_security(port):
+    """SASL PLAIN against a realm: the right password is let in, a wrong one
+    refused; a send to a denied queue is refused with amqp:unauthorized-access
+    (at attach, and on the anonymous relay as a rejected outcome) while the
+    connection and its other links carry on."""
+    user, password = os.environ["SLUICE_AMQP_USER"], os.environ["SLUICE_AMQP_PASSWORD"]
+    url = "amqp://%s:%d" % (HOST, port)
+
+    try:
+        bad = BlockingConnection(url, timeout=WAIT, user=user, password="wrong-" + password,
+                                 allowed_mechs="PLAIN")
+        bad.close()
+        raise Fail("a wrong password was let in")
+    except proton.ConnectionException as e:
+        print("     " + str(e))
+        check("unauthorized-access" in str(e), "a wrong password is refused (SASL outcome auth)", str(e))
+
+    # Without credentials Proton offers ANONYMOUS, which this realm does not
+    # offer: Proton gives up itself.
+    try:
+        anon = BlockingConnection(url, timeout=WAIT)
+        anon.close()
+        raise Fail("a client without credentials was let in")
+    except proton.ConnectionException as e:
+        print("     " + str(e))
+        check("unauthorized-access" in str(e), "no credentials: refused", str(e))
+
+    c = BlockingConnection(url, timeout=WAIT, user=user, password=password, allowed_mechs="PLAIN")
+    check(True, "PLAIN login with the right password")
+    ok = c.create_sender("py.sec.ok.orders", options=QUEUE)
+    ok.send(Message(body="allowed 1"))
+    check(True, "send to an allowed queue accepted")
+
+    try:
+        c.create_sender("py.sec.denied", options=QUEUE)
+        raise Fail("a sender on a denied queue attached")
+    except LinkDetached as e:
+        check(e.condition == "amqp:unauthorized-access", "sender on a denied queue refused with amqp:unauthorized-access",
+              e.condition)
+        check(user in (e.link.remote_condition.description or ""), "the refusal names the user",
+              e.link.remote_condition.description)
+
+    relay = c.create_sender(None)
+    d = relay.send(Message(address="py.sec.denied", body="denied"), error_states=[])
+    check(d.remote_state == Delivery.REJECTED and d.remote.condition is not None
+          and d.remote.condition.name == "amqp:unauthorized-access",
+          "anonymous relay to a denied queue: rejected with amqp:unauthorized-access",
+          d.remote_state, d.remote.condition)
+    relay.send(Message(address="py.sec.ok.orders", body="allowed 2"))
+    check(True, "the relay link carries on: a send to an allowed queue accepted")
+    ok.send(Message(body="allowed 3"))
+    check(True, "the named link carries on")
+
+    rcv = c.create_receiver("py.sec.ok.orders", credit=10, options=QUEUE)
+    got = []
+    for i in range(3):
+        got.append(recv(rcv, "allowed message %d" % (i + 1)).body)
+        rcv.accept()
+    check(got == ["allowed 1", "allowed 2", "allowed 3"], "every allowed message arrives, nothing else", got)
+    nothing(rcv, "nothing more arrives")
     c.close()
 
 

@@ -3,6 +3,7 @@ package amqp
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 	"github.com/sluicemq/sluice/protocol/internal/netserve"
@@ -53,6 +55,11 @@ type conn struct {
 	confirms    chan pendingConfirm // see confirm.go
 	unconfirmed atomic.Int64        // transfers queued for the confirmer, not yet settled
 	ctx         context.Context     // cancelled when the connection ends
+
+	// Set by the reader before open (TLS, SASL), then read-only.
+	peerCert      *x509.Certificate // the client certificate TLS verified
+	identity      security.Identity // who the client authenticated as
+	authenticated bool              // the SASL exchange admitted the client
 
 	// Set at open, then read-only.
 	containerID    string
@@ -271,8 +278,9 @@ func (c *conn) writeLoop() {
 			afters = afters[:0]
 			if err != nil || closeAfter {
 				if closeAfter {
-					if tc, ok := c.nc.(*net.TCPConn); ok {
-						_ = tc.CloseWrite()
+					// TCP: a FIN; TLS: a close_notify.
+					if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+						_ = cw.CloseWrite()
 					}
 					// Give the peer a moment to read the close.
 					time.Sleep(50 * time.Millisecond)
@@ -288,6 +296,9 @@ func (c *conn) writeLoop() {
 func (c *conn) serve() error {
 	opts := &c.srv.opts
 	_ = c.nc.SetReadDeadline(time.Now().Add(opts.ConnectTimeout))
+	if err := c.tlsHandshake(); err != nil {
+		return err
+	}
 	c.rd = frames.NewReader(bufio.NewReaderSize(c.nc, 64<<10), types.SpecMinMaxFrameSize)
 	h, err := c.rd.ReadProtocolHeader()
 	if err != nil {
@@ -447,14 +458,31 @@ func (c *conn) open(o *types.Open) error {
 	return err
 }
 
-// connectEngine makes the engine connection, claiming container-id as the
-// client ID.
-func (c *conn) connectEngine(o *types.Open) error {
-	opts := &c.srv.opts
-	eopts := opts.Connection
+// engineOptions are the options of this client's engine connections: the
+// connection-factory defaults, the client's address, and the user and
+// permissions it authenticated with.
+func (c *conn) engineOptions() engine.ConnectionOptions {
+	eopts := c.srv.opts.Connection
 	eopts.RemoteAddr = remoteAddr(c.nc)
 	eopts.Protocol = "amqp/1.0"
-	eng, err := c.srv.eng.Connect(eopts)
+	eopts.User = c.identity.User
+	eopts.Permissions = c.identity.Permissions
+	return eopts
+}
+
+// connectEngine makes the engine connection, claiming container-id as the
+// client ID. A client that skipped SASL is anonymous: with security on it
+// is let in only when the realm has an anonymous role, and refused with
+// amqp:unauthorized-access otherwise (after the realm's failure delay).
+func (c *conn) connectEngine(o *types.Open) error {
+	if !c.authenticated {
+		id, err := c.srv.opts.Realm.Anonymous(c.ctx, security.Attempt{Protocol: "amqp", Remote: remoteAddr(c.nc), Mechanism: mechNone})
+		if err != nil {
+			return errf(types.AMQPErrorUnauthorizedAccess, "%s", errNoAnonymous)
+		}
+		c.identity = id
+	}
+	eng, err := c.srv.eng.Connect(c.engineOptions())
 	if err != nil {
 		return err
 	}
@@ -572,10 +600,8 @@ func (c *conn) engineFor(global bool) (*engine.Connection, error) {
 		return c.eng, nil
 	}
 	if c.globalEng == nil {
-		opts := c.srv.opts.Connection
+		opts := c.engineOptions()
 		opts.ClientID = ""
-		opts.RemoteAddr = remoteAddr(c.nc)
-		opts.Protocol = "amqp/1.0"
 		e, err := c.srv.eng.Connect(opts)
 		if err != nil {
 			return nil, err

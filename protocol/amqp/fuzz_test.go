@@ -1,13 +1,18 @@
 package amqp_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/security"
 	sluiceamqp "github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
@@ -102,4 +107,137 @@ func FuzzServerConn(f *testing.F) {
 			t.Fatal("server connection did not end after the client closed")
 		}
 	})
+}
+
+// FuzzSASL feeds arbitrary SASL input to a server whose realm has users:
+// with plain set, input is the initial response of a PLAIN sasl-init;
+// otherwise it is whatever bytes follow the SASL protocol header. Whatever
+// arrives, the server must not panic or hang: it answers with a
+// sasl-outcome or closes the socket, and an ok outcome comes only for
+// alice's own password.
+func FuzzSASL(f *testing.F) {
+	plainInit := func(resp string) []byte {
+		return fuzzFrames(frames.Frame{Type: frames.TypeSASL, Body: &types.SASLInit{Mechanism: "PLAIN", InitialResponse: []byte(resp)}})
+	}
+	for _, s := range []struct {
+		plain bool
+		input string
+	}{
+		{true, "\x00alice\x00" + fuzzPassword},
+		{true, "alice\x00alice\x00" + fuzzPassword},
+		{true, "\x00alice\x00wrong"},
+		{true, "\x00mallory\x00" + fuzzPassword},
+		{true, ""},
+		{true, "\x00\x00"},
+		{true, "\x00alice\x00" + fuzzPassword + "\x00"},
+		{true, "\xff\xfe\x00\x00\x00"},
+		{false, string(plainInit("\x00alice\x00" + fuzzPassword))},
+		{false, string(plainInit("\x00alice"))},
+		{false, string(fuzzFrames(frames.Frame{Type: frames.TypeSASL, Body: &types.SASLInit{Mechanism: "ANONYMOUS"}}))},
+		{false, string(fuzzFrames(frames.Frame{Type: frames.TypeSASL, Body: &types.SASLInit{Mechanism: "EXTERNAL"}}))},
+		{false, string(fuzzFrames(frames.Frame{Type: frames.TypeSASL, Body: &types.SASLResponse{Response: []byte("x")}}))},
+		{false, string(fuzzFrames(amqpFrame(0, types.NewOpen(), nil)))},
+		{false, "\x00\x00\x00\x08\x01\x00\x00\x00"},
+		{false, "\xff\xff\xff\xff\x01\x00\x00\x00"},
+		{false, ""},
+	} {
+		f.Add(s.plain, []byte(s.input))
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(fuzzPassword), bcrypt.MinCost)
+	if err != nil {
+		f.Fatal(err)
+	}
+	realm, err := security.New(security.Options{
+		Users:        []security.User{{Name: "alice", PasswordHash: string(hash), Roles: []string{"app"}}},
+		Grants:       []security.Grant{{Role: "app", Match: "*", Actions: []string{"*"}}},
+		FailureDelay: -1,
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	eng, err := engine.New(context.Background(), engine.Config{AutoCreate: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer eng.Close()
+	srv := sluiceamqp.NewServer(eng, sluiceamqp.Options{Realm: realm, ConnectTimeout: 2 * time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown(context.Background())
+	hdr := frames.NewProtocolHeader(frames.ProtocolSASL).Bytes()
+	f.Fuzz(func(t *testing.T, plain bool, input []byte) {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		// The input. A PLAIN sasl-init is one whole frame, which the
+		// server must answer; after raw input the client's side ends, so
+		// that a server waiting for more sees the end at once.
+		go func() {
+			b := append([]byte(nil), hdr[:]...)
+			if plain {
+				b = append(b, plainInit(string(input))...)
+			} else {
+				b = append(b, input...)
+			}
+			_, _ = nc.Write(b)
+			if !plain {
+				_ = nc.(*net.TCPConn).CloseWrite()
+			}
+		}()
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		r := frames.NewReader(bufio.NewReader(nc), 1<<20)
+		var outcome *types.SASLOutcome
+		if h, err := r.ReadProtocolHeader(); err == nil {
+			if h.ID != frames.ProtocolSASL {
+				t.Fatalf("answered with protocol header %s", h)
+			}
+			for range 2 {
+				fr, err := r.ReadFrame()
+				if err != nil {
+					break
+				}
+				if o, ok := fr.Body.(*types.SASLOutcome); ok {
+					outcome = o
+					break
+				}
+			}
+		}
+		if plain && outcome == nil {
+			t.Fatalf("PLAIN response %q got no sasl-outcome", input)
+		}
+		if plain && outcome.Code == types.SASLCodeOK {
+			if user, pass, ok := fuzzPlain(input); !ok || user != "alice" || pass != fuzzPassword {
+				t.Fatalf("PLAIN response %q let in", input)
+			}
+		}
+		if outcome != nil && outcome.Code != types.SASLCodeOK {
+			// A refusal closes the socket.
+			if _, err := io.ReadAll(nc); err != nil {
+				t.Fatalf("the socket stays open after sasl-outcome %d: %v", outcome.Code, err)
+			}
+		}
+		if !plain {
+			// Whatever came, the server ends the connection.
+			if _, err := io.ReadAll(nc); err != nil {
+				t.Fatalf("the server neither answered nor closed: %v", err)
+			}
+		}
+	})
+}
+
+const fuzzPassword = "fuzz-secret"
+
+// fuzzPlain is what a correct PLAIN response holds: authzid (empty or the
+// user) NUL user NUL password.
+func fuzzPlain(resp []byte) (user, password string, ok bool) {
+	parts := bytes.SplitN(resp, []byte{0}, 3)
+	if len(parts) != 3 || (len(parts[0]) > 0 && !bytes.Equal(parts[0], parts[1])) {
+		return "", "", false
+	}
+	return string(parts[1]), string(parts[2]), true
 }

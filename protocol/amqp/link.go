@@ -866,6 +866,13 @@ func (l *link) received(id uint32, data []byte, settled bool, state types.Delive
 	}
 	if err != nil {
 		c.log.Debug("amqp message refused", "link", l.name, "err", err)
+		if settled && engine.CodeOf(err) == engine.CodeSecurity {
+			// A pre-settled transfer has no outcome to carry the refusal:
+			// the link is detached with it instead, so that the client
+			// learns; the connection and its other links carry on.
+			l.s.detachWith(l, condOf(err))
+			return
+		}
 		l.outcome(id, settled, txnID, &types.Rejected{Error: condOf(err).wire()})
 		return
 	}

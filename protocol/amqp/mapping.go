@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
@@ -429,6 +430,12 @@ func toEngine(am *types.Message) (*inbound, error) {
 		if seq, ok := p.GroupSequence.Get(); ok {
 			m.Props.SetUnchecked(message.PropGroupSeq, message.IntValue(int32(seq)))
 		}
+		// user-id is JMSXUserID (Qpid JMS maps them so). The engine decides
+		// whether a client's value stays: with security on or
+		// Config.StampUserID it never does.
+		if len(p.UserID) > 0 && utf8.Valid(p.UserID) {
+			m.Props.SetUnchecked(message.PropUserID, message.StringValue(string(p.UserID)))
+		}
 	}
 	for _, e := range am.ApplicationProperties {
 		name, ok := e.Key.(string)
@@ -634,6 +641,11 @@ func fromEngine(d message.Delivery, now int64) *types.Message {
 				p.GroupID = s
 				continue
 			}
+		case message.PropUserID:
+			if s, err := f.Value.AsString(); err == nil {
+				p.UserID = []byte(s)
+				continue
+			}
 		case message.PropGroupSeq:
 			if n, err := f.Value.AsLong(); err == nil && n >= 0 && n <= math.MaxUint32 {
 				p.GroupSequence = types.Some(types.SequenceNo(n))
@@ -691,6 +703,8 @@ func condOf(err error) *amqpError {
 		cond = types.TransactionErrorTransactionRollback
 	case engine.CodeConsumerClosed:
 		cond = types.AMQPErrorResourceDeleted
+	case engine.CodeSecurity:
+		cond = types.AMQPErrorUnauthorizedAccess
 	}
 	return &amqpError{Cond: cond, Desc: err.Error()}
 }

@@ -44,11 +44,17 @@ func rawDial(t *testing.T, addr string) *rawClient {
 // and reads the server's header and open.
 func (rc *rawClient) open(t *testing.T, idle uint32) {
 	t.Helper()
+	rc.openAs(t, idle, fmt.Sprintf("raw-%d", rawSeq.Add(1)))
+}
+
+// openAs is open with the given container-id.
+func (rc *rawClient) openAs(t *testing.T, idle uint32, containerID string) {
+	t.Helper()
 	if err := rc.w.WriteProtocolHeader(frames.NewProtocolHeader(frames.ProtocolAMQP)); err != nil {
 		t.Fatal(err)
 	}
 	o := types.NewOpen()
-	o.ContainerID = fmt.Sprintf("raw-%d", rawSeq.Add(1))
+	o.ContainerID = containerID
 	o.MaxFrameSize = 1 << 20
 	if idle > 0 {
 		o.IdleTimeOut = types.Some(types.Milliseconds(idle))

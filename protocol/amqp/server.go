@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
@@ -39,12 +40,14 @@ type Options struct {
 	// MaxTransactions bounds the open transactions per connection
 	// (default 100).
 	MaxTransactions int
-	// RequireSASL refuses clients that skip the SASL layer.
+	// RequireSASL refuses clients that skip the SASL layer: their AMQP
+	// protocol header is answered with the SASL one and the socket closes.
 	RequireSASL bool
-	// DisableAnonymous refuses SASL ANONYMOUS.
-	DisableAnonymous bool
-	// Authenticate checks SASL PLAIN credentials; nil accepts any.
-	Authenticate func(user, password string) error
+	// Realm authenticates clients (SASL PLAIN, ANONYMOUS, EXTERNAL) and
+	// gives each connection its user and permissions. Nil, or a realm
+	// without users, is security off: any PLAIN credentials and ANONYMOUS
+	// are accepted and every connection may do everything. See sasl.go.
+	Realm *security.Realm
 	// Connection holds the connection-factory defaults of every client.
 	Connection engine.ConnectionOptions
 	// ContainerID is the server's container-id in open (default "sluice").

@@ -173,29 +173,6 @@ func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
 	}
 }
 
-func TestSASLPlainAndAnonymous(t *testing.T) {
-	var gotUser, gotPass string
-	ts := startServer(t, sluiceamqp.Options{Authenticate: func(u, p string) error {
-		gotUser, gotPass = u, p
-		if p == "wrong" {
-			return errors.New("bad password")
-		}
-		return nil
-	}}, engine.Config{})
-	c := ts.dial(t, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain("alice", "secret")})
-	_ = session(t, c)
-	if gotUser != "alice" || gotPass != "secret" {
-		t.Fatalf("PLAIN credentials %q %q", gotUser, gotPass)
-	}
-	c2 := ts.dial(t, &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous()})
-	_ = session(t, c2)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := amqp.Dial(ctx, "amqp://"+ts.addr, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain("alice", "wrong")}); err == nil {
-		t.Fatal("wrong password accepted")
-	}
-}
-
 func TestOpenProperties(t *testing.T) {
 	ts := startServer(t, sluiceamqp.Options{Version: "9.9.9"}, engine.Config{})
 	c := ts.dial(t, nil)
