@@ -160,6 +160,7 @@ func (b *Broker) listen() error {
 		srv := amqp.NewServer(b.engine, amqp.Options{
 			Connection:  connOpts,
 			ContainerID: "sluice",
+			Realm:       b.realm,
 			Version:     Version,
 			Logger:      b.log.With(slog.String("component", "amqp")),
 		})
