@@ -271,9 +271,7 @@ func (c *conn) writeLoop() {
 			afters = afters[:0]
 			if err != nil || closeAfter {
 				if closeAfter {
-					if tc, ok := c.nc.(*net.TCPConn); ok {
-						_ = tc.CloseWrite()
-					}
+					netserve.CloseWrite(c.nc)
 					// Give the peer a moment to read the close.
 					time.Sleep(50 * time.Millisecond)
 				}
