@@ -438,3 +438,30 @@ func TestSelfSigned(t *testing.T) {
 		}
 	}
 }
+
+// Sessions are not resumed (no session tickets): every connection makes a
+// full handshake, with the certificate current at the time.
+func TestNoSessionResumption(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			r, err := New(newFiles(t, ca.Server(t, "127.0.0.1")).settings(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := echoServer(t, r)
+			client := &tls.Config{RootCAs: ca.Pool(), MaxVersion: v, ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+			for i := range 2 {
+				c, err := dial(addr, client)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resumed := c.ConnectionState().DidResume
+				_ = c.Close()
+				if resumed {
+					t.Fatalf("connection %d resumed a session", i+1)
+				}
+			}
+		})
+	}
+}
