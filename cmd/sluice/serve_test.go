@@ -90,6 +90,10 @@ func TestServeCheckConfigErrors(t *testing.T) {
 		args       []string
 		want       []string
 	}{
+		{"TLS listener without a certificate", "", []string{"--stomps", "127.0.0.1:61614", "--amqps", "127.0.0.1:5671"},
+			[]string{"listeners.stomps serves TLS but has no cert_file", "listeners.amqps serves TLS but has no key_file"}},
+		{"missing certificate file", "[tls]\ncert_file = \"tls/nope.crt\"\nkey_file = \"tls/nope.key\"\n", []string{"--amqps", "127.0.0.1:5671"},
+			[]string{"listeners.amqps TLS: cert_file: open ", "tls/nope.crt: no such file or directory"}},
 		{"unknown key", "[listeners]\nstomp = \"\"\nhttp = \"127.0.0.1:80\"\n", nil,
 			[]string{"read config", "unknown keys: listeners.http"}},
 		{"TOML syntax", "log_level = \n", nil, []string{"read config"}},
@@ -110,10 +114,6 @@ time_to_deliver_override = "0 0 0,30 * * *"
 			`destination[1] (match "b"): time_to_deliver_override: schedule:1:15: dayOfWeek field missing`,
 		}},
 		{"bad flag value", "", []string{"--admin", "localhost"}, []string{"listeners.admin", "missing port"}},
-		{"TLS listener without a certificate", "", []string{"--stomps", "127.0.0.1:61614", "--amqps", "127.0.0.1:5671"},
-			[]string{"listeners.stomps serves TLS but has no cert_file", "listeners.amqps serves TLS but has no key_file"}},
-		{"missing certificate file", "[tls]\ncert_file = \"tls/nope.crt\"\nkey_file = \"tls/nope.key\"\n", []string{"--amqps", "127.0.0.1:5671"},
-			[]string{"listeners.amqps TLS: cert_file: open ", "tls/nope.crt: no such file or directory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

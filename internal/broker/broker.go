@@ -102,23 +102,12 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, addrs: map[string]net.Addr{}, tls: map[string]*tlsconf.Reloader{}}
-	for _, name := range cfg.TLSListeners() {
-		s, err := cfg.ListenerTLS(name)
-		if err != nil {
-			return nil, fmt.Errorf("invalid configuration: %w", err)
-		}
-		if name == "admin" {
-			s.NextProtos = []string{"h2", "http/1.1"}
-		}
-		r, err := tlsconf.New(s, log.With(slog.String("component", "tls")))
-		if err != nil {
-			return nil, err
-		}
-		b.tls[name] = r
-	}
+	b := &Broker{cfg: cfg, log: log, addrs: map[string]net.Addr{}}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
+	}
+	if err := b.loadTLS(); err != nil {
+		return nil, err
 	}
 	st, err := openStore(ctx, cfg.Data, log)
 	if err != nil {
@@ -278,27 +267,6 @@ func (b *Broker) serve(name, addr string, srv server, tlsCfg *tls.Config) error 
 	return nil
 }
 
-// ReloadTLS reads the certificate, key and client CA files of every TLS
-// listener again (cmd/sluice calls it on SIGHUP). New connections get the
-// new files; open connections are not affected. A listener whose files
-// fail to load keeps serving its previous certificate; the errors of all
-// such listeners are returned together (and logged). Without TLS
-// listeners it does nothing.
-func (b *Broker) ReloadTLS() error {
-	names := make([]string, 0, len(b.tls))
-	for name := range b.tls {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var errs []error
-	for _, name := range names {
-		if err := b.tls[name].Reload(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // adminAuth builds the admin listener's credentials from cfg.Admin and
 // refuses an admin address other machines could reach without them.
 func adminAuth(cfg config.Config) (*admin.Auth, error) {
@@ -327,6 +295,47 @@ func (b *Broker) Addr(name string) net.Addr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.addrs[name]
+}
+
+// loadTLS reads the certificates of the TLS listeners.
+func (b *Broker) loadTLS() error {
+	b.tls = map[string]*tlsconf.Reloader{}
+	for _, name := range b.cfg.TLSListeners() {
+		s, err := b.cfg.ListenerTLS(name)
+		if err != nil {
+			return fmt.Errorf("invalid configuration: %w", err)
+		}
+		if name == "admin" {
+			s.NextProtos = []string{"h2", "http/1.1"}
+		}
+		r, err := tlsconf.New(s, b.log.With(slog.String("component", "tls")))
+		if err != nil {
+			return err
+		}
+		b.tls[name] = r
+	}
+	return nil
+}
+
+// ReloadTLS reads the certificate, key and client CA files of every TLS
+// listener again (cmd/sluice calls it on SIGHUP). New connections get the
+// new files; open connections are not affected. A listener whose files
+// fail to load keeps serving its previous certificate; the errors of all
+// such listeners are returned together (and logged). Without TLS
+// listeners it does nothing.
+func (b *Broker) ReloadTLS() error {
+	names := make([]string, 0, len(b.tls))
+	for name := range b.tls {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		if err := b.tls[name].Reload(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Shutdown stops accepting, closes client connections (their unacknowledged

@@ -269,6 +269,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("listeners.%s: %w", l.name, err))
 		}
 	}
+	errs = append(errs, c.validateTLS()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -284,7 +285,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
 	errs = append(errs, c.Admin.validate()...)
-	errs = append(errs, c.validateTLS()...)
 	if _, err := c.EngineDestinations(); err != nil {
 		errs = append(errs, err)
 	}

@@ -239,28 +239,45 @@ func TestApplyEnvTLSListeners(t *testing.T) {
 	}
 }
 
-// examples/secure/sluice.toml is valid beside the files it names.
-func TestSecureExample(t *testing.T) {
-	text, err := os.ReadFile("../../examples/secure/sluice.toml")
-	if err != nil {
-		t.Fatal(err)
+// Every examples/*/sluice.toml is valid beside the TLS files it names
+// (tls/server.crt, tls/server.key, tls/ca.pem, made here).
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*/sluice.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples/*/sluice.toml (%v)", err)
 	}
-	dir := tlsFiles(t)
-	file := filepath.Join(dir, "sluice.toml")
-	if err := os.WriteFile(file, text, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("Validate() = %v", err)
-	}
-	if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin" {
-		t.Errorf("TLS listeners %s, want stomps,amqps,admin", got)
-	}
-	if c.Listeners.STOMP != "" || c.Listeners.AMQP != "" {
-		t.Errorf("plain-text listeners on: %+v", c.Listeners)
+	for _, example := range files {
+		name := filepath.Base(filepath.Dir(example))
+		t.Run(name, func(t *testing.T) {
+			text, err := os.ReadFile(example)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(tlsFiles(t), "sluice.toml")
+			if err := os.WriteFile(file, text, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			if name != "mtls" {
+				return
+			}
+			if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin" {
+				t.Errorf("TLS listeners %s, want stomps,amqps,admin", got)
+			}
+			if c.Listeners.STOMP != "" || c.Listeners.AMQP != "" {
+				t.Errorf("plain-text listeners on: %+v", c.Listeners)
+			}
+			for _, l := range []string{"stomps", "amqps"} {
+				if s, _ := c.ListenerTLS(l); s.ClientAuth != tls.RequireAndVerifyClientCert {
+					t.Errorf("%s does not require client certificates", l)
+				}
+			}
+		})
 	}
 }

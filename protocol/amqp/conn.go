@@ -271,7 +271,10 @@ func (c *conn) writeLoop() {
 			afters = afters[:0]
 			if err != nil || closeAfter {
 				if closeAfter {
-					netserve.CloseWrite(c.nc)
+					// TCP: a FIN; TLS: a close_notify.
+					if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+						_ = cw.CloseWrite()
+					}
 					// Give the peer a moment to read the close.
 					time.Sleep(50 * time.Millisecond)
 				}
