@@ -24,6 +24,7 @@ import (
 // adminClient talks to a running broker's admin API (docs/admin-api.md).
 type adminClient struct {
 	url, user, password, token string
+	caFile                     string
 	json                       bool
 	timeout                    time.Duration
 	http                       *http.Client
@@ -46,11 +47,21 @@ named with --subscription NAME and --client-id ID instead of a destination.
 Credentials: --user and --password (HTTP basic authentication) or --token
 (bearer), or the environment variables SLUICE_ADMIN_URL, SLUICE_ADMIN_USER,
 SLUICE_ADMIN_PASSWORD and SLUICE_ADMIN_TOKEN. --json prints the API's JSON
-instead of tables.`,
+instead of tables. For an admin listener with admin_tls, give an https://
+URL, and --ca-file (SLUICE_ADMIN_CA) when its certificate is not signed by a
+CA the system trusts (the server.crt of gen-cert, say).`,
 		Args: cobra.NoArgs,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			c.out, c.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			c.http = &http.Client{Timeout: c.timeout}
+			if c.caFile != "" {
+				tr, err := adminTransport(c.caFile)
+				if err != nil {
+					return err
+				}
+				c.http.Transport = tr
+			}
+			return nil
 		},
 	}
 	env := func(k, def string) string {
@@ -64,6 +75,7 @@ instead of tables.`,
 	pf.StringVar(&c.user, "user", env("SLUICE_ADMIN_USER", ""), "user name (HTTP basic authentication)")
 	pf.StringVar(&c.password, "password", env("SLUICE_ADMIN_PASSWORD", ""), "password")
 	pf.StringVar(&c.token, "token", env("SLUICE_ADMIN_TOKEN", ""), "bearer token")
+	pf.StringVar(&c.caFile, "ca-file", env("SLUICE_ADMIN_CA", ""), "PEM CA certificates to trust for an https:// URL")
 	pf.BoolVar(&c.json, "json", false, "print JSON instead of tables")
 	pf.DurationVar(&c.timeout, "timeout", 5*time.Minute, "timeout of each request")
 
@@ -72,7 +84,7 @@ instead of tables.`,
 		c.subscriptionsCmd(), c.deleteSubscriptionCmd(),
 		c.connectionsCmd(), c.closeConnectionCmd(),
 		c.browseCmd(), c.moveCmd(), c.deleteMessagesCmd(), c.exportCmd(), c.importCmd(),
-		admHashPasswordCmd(), admNewTokenCmd(),
+		admHashPasswordCmd(), admNewTokenCmd(), admGenCertCmd(),
 	)
 	return cmd
 }

@@ -18,8 +18,8 @@ import (
 // newServeCommand builds `sluice serve`: the broker itself.
 func newServeCommand() *cobra.Command {
 	var (
-		file, data, stomp, amqp, adminAddr, level string
-		check                                     bool
+		file, data, stomp, amqp, stomps, amqps, adminAddr, level string
+		check                                                    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -30,7 +30,9 @@ With no flags it needs no set-up: the embedded store lives in ./sluice-data and
 every listener binds 127.0.0.1 (STOMP 61613, AMQP 1.0 5672, admin HTTP 8161).
 Settings come from the defaults, then the --config file (TOML, see
 docs/configuration.md), then SLUICE_* environment variables, then flags.
-SIGINT or SIGTERM shut it down cleanly.`,
+The TLS listeners (--stomps, --amqps) need a certificate: [tls] in the file.
+SIGINT or SIGTERM shut it down cleanly; SIGHUP reloads the TLS certificate
+files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file)
@@ -47,6 +49,12 @@ SIGINT or SIGTERM shut it down cleanly.`,
 			}
 			if flags.Changed("amqp") {
 				cfg.Listeners.AMQP = amqp
+			}
+			if flags.Changed("stomps") {
+				cfg.Listeners.STOMPS = stomps
+			}
+			if flags.Changed("amqps") {
+				cfg.Listeners.AMQPS = amqps
 			}
 			if flags.Changed("admin") {
 				cfg.Listeners.Admin = adminAddr
@@ -69,6 +77,8 @@ SIGINT or SIGTERM shut it down cleanly.`,
 	f.StringVar(&data, "data", "./sluice-data", "data directory of the embedded store")
 	f.StringVar(&stomp, "stomp", "127.0.0.1:61613", "STOMP listener address (empty disables)")
 	f.StringVar(&amqp, "amqp", "127.0.0.1:5672", "AMQP 1.0 listener address (empty disables)")
+	f.StringVar(&stomps, "stomps", "", "STOMP over TLS listener address, conventionally port 61614 (empty disables)")
+	f.StringVar(&amqps, "amqps", "", "AMQP 1.0 over TLS listener address, conventionally port 5671 (empty disables)")
 	f.StringVar(&adminAddr, "admin", "127.0.0.1:8161", "admin HTTP listener address (empty disables)")
 	f.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&check, "check-config", false, "validate the configuration and exit")
@@ -86,12 +96,25 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP reloads the TLS files; it is caught from the start, so that
+	// one sent early does not end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	b, err := broker.Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	log.Info("sluice started", slog.String("version", broker.Version), slog.String("data", cfg.Data))
-	<-ctx.Done()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-hup:
+			log.Info("SIGHUP: reloading the TLS certificate files")
+			_ = b.ReloadTLS() // a failure is logged, and the previous certificates stay
+		}
+	}
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

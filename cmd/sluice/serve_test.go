@@ -21,7 +21,7 @@ import (
 // duration, so the caller's environment cannot change the results.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL"} {
+	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL"} {
 		t.Setenv(k, "") // ApplyEnv ignores empty variables
 	}
 }
@@ -90,6 +90,10 @@ func TestServeCheckConfigErrors(t *testing.T) {
 		args       []string
 		want       []string
 	}{
+		{"TLS listener without a certificate", "", []string{"--stomps", "127.0.0.1:61614", "--amqps", "127.0.0.1:5671"},
+			[]string{"listeners.stomps serves TLS but has no cert_file", "listeners.amqps serves TLS but has no key_file"}},
+		{"missing certificate file", "[tls]\ncert_file = \"tls/nope.crt\"\nkey_file = \"tls/nope.key\"\n", []string{"--amqps", "127.0.0.1:5671"},
+			[]string{"listeners.amqps TLS: cert_file: open ", "tls/nope.crt: no such file or directory"}},
 		{"unknown key", "[listeners]\nstomp = \"\"\nhttp = \"127.0.0.1:80\"\n", nil,
 			[]string{"read config", "unknown keys: listeners.http"}},
 		{"TOML syntax", "log_level = \n", nil, []string{"read config"}},
@@ -228,6 +232,8 @@ func TestServeFlagDefaults(t *testing.T) {
 		"data":         def.Data,
 		"stomp":        def.Listeners.STOMP,
 		"amqp":         def.Listeners.AMQP,
+		"stomps":       def.Listeners.STOMPS,
+		"amqps":        def.Listeners.AMQPS,
 		"admin":        def.Listeners.Admin,
 		"log-level":    def.LogLevel,
 		"config":       "",

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/engine/store/journal"
 	"github.com/sluicemq/sluice/internal/admin"
 	"github.com/sluicemq/sluice/internal/config"
+	"github.com/sluicemq/sluice/internal/tlsconf"
 	"github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/stomp"
 )
@@ -37,12 +40,24 @@ type Broker struct {
 	admin  *admin.Server
 	realm  *security.Realm // who may connect and do what, on every listener
 
+	// tls are the TLS configurations of the TLS listeners by name
+	// (stomps, amqps, admin), fixed once Start returns.
+	tls       map[string]*tlsconf.Reloader
+	stopWatch context.CancelFunc // ends the TLS file watchers
+
 	mu        sync.Mutex
 	listeners []net.Listener
 	servers   []server
 	httpSrv   *http.Server
 	addrs     map[string]net.Addr
 	wg        sync.WaitGroup
+}
+
+// startOptions are the settings of Start that are not configuration, for
+// tests.
+type startOptions struct {
+	// tlsPoll is how often the TLS files are looked at for changes.
+	tlsPoll time.Duration
 }
 
 // server is a protocol front-end served on a listener.
@@ -70,9 +85,15 @@ func openStore(ctx context.Context, dir string, log *slog.Logger) (*journal.Stor
 	return js, nil
 }
 
-// Start validates cfg, opens the store under cfg.Data, recovers the engine
-// and binds every configured listener.
+// Start validates cfg, loads the certificates of the TLS listeners, opens
+// the store under cfg.Data, recovers the engine and binds every configured
+// listener. While the broker runs, the TLS files are reloaded when they
+// change (tlsconf.PollInterval) and on ReloadTLS.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, error) {
+	return startWith(ctx, cfg, log, startOptions{tlsPoll: tlsconf.PollInterval})
+}
+
+func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts startOptions) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -91,6 +112,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 	b := &Broker{cfg: cfg, log: log, realm: realm, addrs: map[string]net.Addr{}}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", cfg.Data, err)
+	}
+	if err := b.loadTLS(); err != nil {
+		return nil, err
 	}
 	st, err := openStore(ctx, cfg.Data, log)
 	if err != nil {
@@ -135,6 +159,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 		_ = b.Shutdown(context.Background())
 		return nil, err
 	}
+	watchCtx, stop := context.WithCancel(context.Background())
+	b.stopWatch = stop
+	for _, r := range b.tls {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			r.Watch(watchCtx, opts.tlsPoll)
+		}()
+	}
 	b.admin.SetReady(true)
 	return b, nil
 }
@@ -144,7 +177,10 @@ func (b *Broker) listen() error {
 	if err != nil {
 		return err
 	}
-	if addr := b.cfg.Listeners.STOMP; addr != "" {
+	l := b.cfg.Listeners
+	// One server per protocol serves its plain and its TLS listener: its
+	// Shutdown closes both and every connection of either.
+	if l.STOMP != "" || l.STOMPS != "" {
 		srv := stomp.NewServer(b.engine, stomp.Options{
 			Connection:      connOpts,
 			DefaultPrefetch: b.cfg.Connection.Prefetch,
@@ -152,11 +188,11 @@ func (b *Broker) listen() error {
 			Realm:           b.realm,
 			Logger:          b.log.With(slog.String("component", "stomp")),
 		})
-		if err := b.serve("stomp", addr, srv); err != nil {
+		if err := b.serveBoth(srv, "stomp", l.STOMP, "stomps", l.STOMPS); err != nil {
 			return err
 		}
 	}
-	if addr := b.cfg.Listeners.AMQP; addr != "" {
+	if l.AMQP != "" || l.AMQPS != "" {
 		srv := amqp.NewServer(b.engine, amqp.Options{
 			Connection:  connOpts,
 			ContainerID: "sluice",
@@ -164,48 +200,81 @@ func (b *Broker) listen() error {
 			Version:     Version,
 			Logger:      b.log.With(slog.String("component", "amqp")),
 		})
-		if err := b.serve("amqp", addr, srv); err != nil {
+		if err := b.serveBoth(srv, "amqp", l.AMQP, "amqps", l.AMQPS); err != nil {
 			return err
 		}
 	}
-	if addr := b.cfg.Listeners.Admin; addr != "" {
+	if addr := l.Admin; addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("admin listener %s: %w", addr, err)
 		}
 		b.addrs["admin"] = ln.Addr()
-		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second}
+		proto, served := "admin-http", ln
+		if r := b.tls["admin"]; r != nil {
+			proto, served = "admin-https", tls.NewListener(ln, r.TLSConfig())
+		}
+		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second,
+			// Failed TLS handshakes and the like: the client's problem.
+			ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "admin")).Handler(), slog.LevelDebug)}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			if err := b.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := b.httpSrv.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				b.log.Error("admin listener stopped", slog.Any("err", err))
 			}
 		}()
-		b.log.Info("listening", slog.String("protocol", "admin-http"), slog.String("addr", ln.Addr().String()))
+		b.log.Info("listening", slog.String("protocol", proto), slog.String("addr", ln.Addr().String()),
+			slog.Bool("tls", b.tls["admin"] != nil))
 	}
 	return nil
 }
 
-// serve binds addr and serves srv on it.
-func (b *Broker) serve(name, addr string, srv server) error {
+// serveBoth registers srv and serves it on its plain listener (name,
+// addr) and its TLS listener (tlsName, tlsAddr), each when it has an
+// address.
+func (b *Broker) serveBoth(srv server, name, addr, tlsName, tlsAddr string) error {
+	b.mu.Lock()
+	b.servers = append(b.servers, srv)
+	b.mu.Unlock()
+	if addr != "" {
+		if err := b.serve(name, addr, srv, nil); err != nil {
+			return err
+		}
+	}
+	if tlsAddr != "" {
+		if err := b.serve(tlsName, tlsAddr, srv, b.tls[tlsName].TLSConfig()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serve binds addr and serves srv on it, through TLS with tlsCfg unless it
+// is nil. The protocol server is then handed *tls.Conn connections whose
+// handshake runs on their first read (netserve.PeerCertificate).
+func (b *Broker) serve(name, addr string, srv server, tlsCfg *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s listener %s: %w", name, addr, err)
 	}
+	served := ln
+	if tlsCfg != nil {
+		served = tls.NewListener(ln, tlsCfg)
+	}
 	b.mu.Lock()
 	b.listeners = append(b.listeners, ln)
-	b.servers = append(b.servers, srv)
 	b.addrs[name] = ln.Addr()
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := srv.Serve(served); err != nil && !errors.Is(err, net.ErrClosed) {
 			b.log.Error("listener stopped", slog.String("protocol", name), slog.Any("err", err))
 		}
 	}()
-	b.log.Info("listening", slog.String("protocol", name), slog.String("addr", ln.Addr().String()))
+	b.log.Info("listening", slog.String("protocol", name), slog.String("addr", ln.Addr().String()),
+		slog.Bool("tls", tlsCfg != nil))
 	return nil
 }
 
@@ -242,17 +311,61 @@ func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
 // Engine returns the engine, for embedding and tests.
 func (b *Broker) Engine() *engine.Broker { return b.engine }
 
-// Addr returns the bound address of a listener ("stomp", "amqp", "admin"),
-// or nil when it is not enabled.
+// Addr returns the bound address of a listener ("stomp", "amqp", "stomps",
+// "amqps", "admin"), or nil when it is not enabled.
 func (b *Broker) Addr(name string) net.Addr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.addrs[name]
 }
 
+// loadTLS reads the certificates of the TLS listeners.
+func (b *Broker) loadTLS() error {
+	b.tls = map[string]*tlsconf.Reloader{}
+	for _, name := range b.cfg.TLSListeners() {
+		s, err := b.cfg.ListenerTLS(name)
+		if err != nil {
+			return fmt.Errorf("invalid configuration: %w", err)
+		}
+		if name == "admin" {
+			s.NextProtos = []string{"h2", "http/1.1"}
+		}
+		r, err := tlsconf.New(s, b.log.With(slog.String("component", "tls")))
+		if err != nil {
+			return err
+		}
+		b.tls[name] = r
+	}
+	return nil
+}
+
+// ReloadTLS reads the certificate, key and client CA files of every TLS
+// listener again (cmd/sluice calls it on SIGHUP). New connections get the
+// new files; open connections are not affected. A listener whose files
+// fail to load keeps serving its previous certificate; the errors of all
+// such listeners are returned together (and logged). Without TLS
+// listeners it does nothing.
+func (b *Broker) ReloadTLS() error {
+	names := make([]string, 0, len(b.tls))
+	for name := range b.tls {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		if err := b.tls[name].Reload(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Shutdown stops accepting, closes client connections (their unacknowledged
 // messages stay stored), stops the engine and closes the store.
 func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.stopWatch != nil {
+		b.stopWatch()
+	}
 	b.admin.SetReady(false)
 	var errs []error
 	if b.httpSrv != nil {

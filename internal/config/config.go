@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,12 +44,18 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 
 // Config is the whole configuration of a broker.
 type Config struct {
+	// Dir is the directory of the configuration file, set by Load;
+	// relative file names in the configuration (TLS certificates and
+	// keys) are relative to it. Empty: the working directory.
+	Dir string `toml:"-"`
 	// Data is the directory of the embedded store.
 	Data string `toml:"data"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 	// Listeners are the addresses the front-ends bind; "" disables one.
 	Listeners Listeners `toml:"listeners"`
+	// TLS holds the certificates of the TLS listeners (tls.go).
+	TLS TLS `toml:"tls"`
 	// Connection holds the connection-factory defaults every client gets.
 	Connection ConnectionFactory `toml:"connection"`
 	// AutoCreate lets clients create queues and topics by naming them.
@@ -136,6 +143,11 @@ type Listeners struct {
 	STOMP string `toml:"stomp"`
 	AMQP  string `toml:"amqp"`
 	Admin string `toml:"admin"`
+	// STOMPS and AMQPS are STOMP and AMQP 1.0 over TLS ([tls]).
+	STOMPS string `toml:"stomps"`
+	AMQPS  string `toml:"amqps"`
+	// AdminTLS serves the admin listener over HTTPS.
+	AdminTLS bool `toml:"admin_tls"`
 }
 
 // ConnectionFactory are the defaults of WebLogic's connection factory.
@@ -182,6 +194,7 @@ func Default() Config {
 			AMQP:  "127.0.0.1:5672",
 			Admin: "127.0.0.1:8161",
 		},
+		TLS: defaultTLS(),
 		Connection: ConnectionFactory{
 			ClientIDPolicy:  "restricted",
 			SharingPolicy:   "exclusive",
@@ -210,6 +223,9 @@ func Load(file string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("read config %s: %w", file, err)
 	}
+	if cfg.Dir, err = filepath.Abs(filepath.Dir(file)); err != nil {
+		return cfg, fmt.Errorf("read config %s: %w", file, err)
+	}
 	if undec := md.Undecoded(); len(undec) > 0 {
 		keys := make([]string, len(undec))
 		for i, k := range undec {
@@ -222,7 +238,8 @@ func Load(file string) (Config, error) {
 }
 
 // ApplyEnv overrides settings from SLUICE_* environment variables
-// (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_ADMIN, SLUICE_LOG_LEVEL).
+// (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_STOMPS, SLUICE_AMQPS,
+// SLUICE_ADMIN, SLUICE_LOG_LEVEL).
 func (c *Config) ApplyEnv(getenv func(string) string) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -235,6 +252,8 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Data, "SLUICE_DATA")
 	set(&c.Listeners.STOMP, "SLUICE_STOMP")
 	set(&c.Listeners.AMQP, "SLUICE_AMQP")
+	set(&c.Listeners.STOMPS, "SLUICE_STOMPS")
+	set(&c.Listeners.AMQPS, "SLUICE_AMQPS")
 	set(&c.Listeners.Admin, "SLUICE_ADMIN")
 	set(&c.LogLevel, "SLUICE_LOG_LEVEL")
 }
@@ -245,6 +264,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	for _, l := range []struct{ name, addr string }{
 		{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP}, {"admin", c.Listeners.Admin},
+		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS},
 	} {
 		if l.addr == "" {
 			continue
@@ -257,6 +277,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("listeners.%s: %w", l.name, err))
 		}
 	}
+	errs = append(errs, c.validateTLS()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"default", func(c *Config) {}, nil},
 		{"listeners disabled", func(c *Config) { c.Listeners = Listeners{} }, nil},
-		{"ephemeral ports", func(c *Config) { c.Listeners = Listeners{"127.0.0.1:0", "localhost:0", "[::1]:0"} }, nil},
+		{"ephemeral ports", func(c *Config) { c.Listeners = Listeners{STOMP: "127.0.0.1:0", AMQP: "localhost:0", Admin: "[::1]:0"} }, nil},
 		{"network listener without users", func(c *Config) { c.Listeners.AMQP = ":0" },
 			[]string{"listeners.amqp :0 is not a loopback address", "no users", "allow_insecure_network"}},
 		{"network listener with the risk accepted", func(c *Config) {
@@ -456,7 +456,7 @@ func TestApplyEnv(t *testing.T) {
 	cfg.ApplyEnv(func(k string) string { return env[k] })
 	want := Default()
 	want.Data = "/var/lib/sluice"
-	want.Listeners = Listeners{"0.0.0.0:61613", "0.0.0.0:5672", "0.0.0.0:8161"}
+	want.Listeners = Listeners{STOMP: "0.0.0.0:61613", AMQP: "0.0.0.0:5672", Admin: "0.0.0.0:8161"}
 	want.LogLevel = "debug"
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("ApplyEnv =\n%+v\nwant\n%+v", cfg, want)
@@ -525,6 +525,7 @@ blocking_send_timeout = "2s"
 		t.Fatal(err)
 	}
 	want := Default()
+	want.Dir = filepath.Dir(file) // Load sets it: TLS file names are relative to it
 	want.Data = "/srv/sluice"
 	want.LogLevel = "debug"
 	want.AutoCreate = false

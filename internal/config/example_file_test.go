@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -44,6 +45,7 @@ func TestExampleFileIsTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Dir = "" // set by Load (TestLoadTLSRelativeToTheFile checks it); Default has none
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate() = %v", err)
 	}
@@ -149,7 +151,9 @@ func TestExampleFileUnknownKeys(t *testing.T) {
 const docFile = "../../docs/configuration.md"
 
 // Every toml example of the reference is a complete, valid file, and the
-// reference names every key.
+// reference names every key. The examples are loaded from a directory with
+// the files the TLS examples name (tls/server.crt, tls/server.key,
+// tls/ca.pem).
 func TestConfigurationDoc(t *testing.T) {
 	text, err := os.ReadFile(docFile)
 	if err != nil {
@@ -160,8 +164,13 @@ func TestConfigurationDoc(t *testing.T) {
 	if len(blocks) < 4 {
 		t.Fatalf("%s has %d toml examples, want at least 4", docFile, len(blocks))
 	}
+	dir := tlsFiles(t)
 	for i, b := range blocks {
-		cfg, err := Load(writeFile(t, b[1]))
+		file := filepath.Join(dir, "sluice.toml")
+		if err := os.WriteFile(file, []byte(b[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(file)
 		if err == nil {
 			err = cfg.Validate()
 		}

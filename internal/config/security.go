@@ -233,5 +233,6 @@ type listener struct{ name, addr string }
 
 // messagingListeners are the listeners clients send and receive on.
 func (c *Config) messagingListeners() []listener {
-	return []listener{{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP}}
+	return []listener{{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP},
+		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}}
 }

@@ -29,8 +29,8 @@ import time
 import traceback
 
 import proton
-from proton import (Condition, Data, Delivery, Described, Endpoint, Message, Timeout, byte, float32, int32,
-                    short, symbol, ulong)
+from proton import (Condition, ConnectionException, Data, Delivery, Described, Endpoint, Message, SSLDomain,
+                    Timeout, byte, float32, int32, short, symbol, ulong)
 from proton.reactor import Container, DurableSubscription, Filter, LinkOption, Selector
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
@@ -460,6 +460,38 @@ def scenario_delay(port):
     check(dt is not None and int(dt) >= sent_ms + 1400, "x-opt-delivery-time is the due time", dt, sent_ms)
     rcv.close()
     c.close()
+
+
+def tls_connect(port, ca):
+    """A BlockingConnection over TLS (amqps://) that verifies the broker's certificate and name against ca."""
+    dom = SSLDomain(SSLDomain.MODE_CLIENT)
+    dom.set_trusted_ca_db(ca)
+    dom.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    return BlockingConnection("amqps://localhost:%d" % port, timeout=WAIT, container=Container(), ssl_domain=dom)
+
+
+def scenario_tls(port):
+    """Send and receive through the amqps listener: TLS with the broker's certificate verified
+    against SLUICE_TLS_CA (name localhost); a client that trusts only SLUICE_TLS_OTHER_CA is refused."""
+    ca, other = os.environ["SLUICE_TLS_CA"], os.environ["SLUICE_TLS_OTHER_CA"]
+    c = tls_connect(port, ca)
+    session = c.conn.transport.ssl()  # the transport's SSL layer, its handshake done
+    check(session.protocol_name() in ("TLSv1.2", "TLSv1.3"), "TLS 1.2 or later", session.protocol_name())
+    snd = c.create_sender("py.tls", options=QUEUE)
+    snd.send(Message(body="over TLS", durable=True, properties={"region": "emea"}))
+    rcv = c.create_receiver("py.tls", options=QUEUE)
+    m = recv(rcv, "the message sent over TLS")
+    rcv.accept()
+    check(m.body == "over TLS", "body round trip over TLS", m.body)
+    check(m.durable and m.properties.get("region") == "emea", "header and properties over TLS",
+          m.durable, m.properties)
+    c.close()
+    try:
+        tls_connect(port, other).close()
+    except ConnectionException as e:
+        check("certificate verify failed" in str(e), "a client trusting another CA cannot connect", str(e))
+    else:
+        raise Fail("a client trusting another CA connected")
 
 
 class RawStomp:

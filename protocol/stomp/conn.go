@@ -352,9 +352,7 @@ func (c *conn) writeLoop() {
 			if err != nil || closeAfter {
 				if closeAfter {
 					// Let the client read the ERROR before the close.
-					if tc, ok := c.nc.(*net.TCPConn); ok {
-						_ = tc.CloseWrite()
-					}
+					netserve.CloseWrite(c.nc)
 				}
 				c.Abort()
 				return
