@@ -415,5 +415,3 @@ func TestSecureExampleAuthentication(t *testing.T) {
 		t.Fatalf("bob over AMQPS received %v, %v", m, err)
 	}
 }
-
-
