@@ -96,21 +96,23 @@ func resolve(ld linked, bi *debug.BuildInfo) Info {
 	return info
 }
 
+// release matches a version that starts with its major and minor numbers.
+var release = regexp.MustCompile(`^[0-9]+\.[0-9]+`)
+
 // normalize drops the "v" of a tag ("v0.1.0" → "0.1.0") so that the
 // version starts with its major and minor numbers, which JMS metadata
-// reports. A version that does not start with a number, such as the bare
-// abbreviated commit `git describe --always` gives in a tree without tags,
-// becomes a development build of Release: "c8b1e17-dirty" →
-// "0.1.0-dev+c8b1e17-dirty".
+// reports. A version that does not, such as the bare abbreviated commit
+// `git describe --always` gives in a tree without tags, becomes a
+// development build of Release: "c8b1e17-dirty" → "0.1.0-dev+c8b1e17-dirty".
 func normalize(v string) string {
 	v = strings.TrimSpace(v)
-	if len(v) > 1 && v[0] == 'v' && v[1] >= '0' && v[1] <= '9' {
+	if strings.HasPrefix(v, "v") && release.MatchString(v[1:]) {
 		v = v[1:]
 	}
 	switch {
 	case v == "":
 		return Release + "-dev"
-	case v[0] < '0' || v[0] > '9':
+	case !release.MatchString(v):
 		return Release + "-dev+" + v
 	}
 	return v
