@@ -42,5 +42,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newAdminCommand())
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(newManCommand())
 	return root
 }
