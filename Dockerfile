@@ -15,8 +15,9 @@
 # only once users are configured; mount a copy with them over it.
 # scripts/container-smoke.sh builds the image and checks it answers.
 
-# The builder: any Go at least as new as go.mod's go line.
-ARG GO_IMAGE=golang:1.26-bookworm
+# The builder: any Go at least as new as go.mod's go line. The name is
+# fully qualified, as podman wants without a search registry.
+ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src

@@ -264,9 +264,9 @@ func TestDockerfile(t *testing.T) {
 	if build[0].args != "${GO_IMAGE} AS build" {
 		t.Errorf("first stage is FROM %s, want FROM ${GO_IMAGE} AS build", build[0].args)
 	}
-	m := regexp.MustCompile(`^golang:(\d+)\.(\d+)(\.\d+)?(-[a-z0-9]+)?$`).FindStringSubmatch(goImage)
+	m := regexp.MustCompile(`^docker\.io/library/golang:(\d+)\.(\d+)(\.\d+)?(-[a-z0-9]+)?$`).FindStringSubmatch(goImage)
 	if m == nil {
-		t.Fatalf("GO_IMAGE defaults to %q, want a pinned golang:MAJOR.MINOR image", goImage)
+		t.Fatalf("GO_IMAGE defaults to %q, want a fully qualified, pinned docker.io/library/golang:MAJOR.MINOR image", goImage)
 	}
 	mod, err := os.ReadFile("../go.mod")
 	if err != nil {

@@ -23,7 +23,7 @@
 #              runc where crun cannot run containers (crun refuses a
 #              cgroup v1 and v2 hybrid; runc copes)
 #   IMAGE      tag to build (default: localhost/sluice:smoke)
-#   KEEP_IMAGE 1 keeps the image afterwards
+#   KEEP_IMAGE 1 keeps the image (and a GO_IMAGE=host builder) afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +55,7 @@ if [ -z "${ENGINE:-}" ]; then
 	fi
 fi
 command -v "$ENGINE" >/dev/null 2>&1 || fail "ENGINE=$ENGINE is not installed"
+command -v curl >/dev/null 2>&1 || fail "curl is needed to ask the broker's /healthz"
 engine=("$ENGINE")
 if [ "$ENGINE" = podman ] && [ -n "${PODMAN_RUNTIME:-}" ]; then
 	engine+=(--runtime "$PODMAN_RUNTIME")
@@ -74,6 +75,9 @@ cleanup() {
 	"${engine[@]}" volume rm -f "$volume" >/dev/null 2>&1 || true
 	if [ "${KEEP_IMAGE:-0}" != 1 ]; then
 		"${engine[@]}" rmi -f "$IMAGE" >/dev/null 2>&1 || true
+		if [ -n "${host_go_image:-}" ]; then
+			"${engine[@]}" rmi -f "$host_go_image" >/dev/null 2>&1 || true
+		fi
 	fi
 	rm -rf "$work"
 }
@@ -87,6 +91,7 @@ if [ "${GO_IMAGE:-}" = host ]; then
 	[ -n "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
 		fail "GO_IMAGE=host needs a static busybox (apt-get install busybox-static)"
 	GO_IMAGE=localhost/sluice-go-host:$(go env GOVERSION)
+	host_go_image=$GO_IMAGE
 	log "assembling the builder image $GO_IMAGE from $goroot and the module cache"
 	root=$work/go-host
 	mkdir -p "$root/bin" "$root/usr/local" "$root/etc/ssl/certs" "$root/usr/share" "$root/tmp" "$root/root" "$root/gomodproxy"
@@ -124,10 +129,19 @@ fi
 commit=$(git rev-parse HEAD)
 version=$(git describe --tags --always --dirty)
 log "building $IMAGE (version $version)"
+if [ "$ENGINE" = podman ]; then
+	# No cached layer images of the builder stage left behind.
+	build_args+=(--layers=false)
+fi
 "${engine[@]}" build "${build_args[@]}" \
 	--build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
 	--build-arg "DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t "$IMAGE" . >"$work/build.log" 2>&1 ||
-	{ tail -n 30 "$work/build.log"; fail "$ENGINE build"; }
+	{
+		tail -n 30 "$work/build.log"
+		hint=
+		if grep -q 'cgroups in hybrid mode' "$work/build.log"; then hint=" (crun cannot run here: try PODMAN_RUNTIME=runc)"; fi
+		fail "$ENGINE build$hint"
+	}
 
 # The image's metadata.
 user=$("${engine[@]}" image inspect --format '{{.Config.User}}' "$IMAGE")
