@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test vet generate check-generated fuzz bench interop console-test scale
+.PHONY: all build test vet generate check-generated man dist fuzz bench interop console-test scale
 
 all: build test
 
@@ -31,7 +31,17 @@ generate:
 # reads the OASIS XML from Debian's amqp-specs package).
 check-generated: generate
 	@git diff --exit-code --stat -- . || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- docs protocol grammar)" || { git status --short; echo "generation made new files: commit them"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- docs protocol grammar man)" || { git status --short; echo "generation made new files: commit them"; exit 1; }
+
+# The man pages, man/sluice*.1, from the command tree (gen/mangen); part of
+# make generate too.
+man:
+	$(GO) generate ./cmd/sluice
+
+# Release archives for linux and darwin, amd64 and arm64, and SHA256SUMS,
+# in dist/ (scripts/dist.sh; PLATFORMS and VERSION override its defaults).
+dist:
+	sh scripts/dist.sh
 
 # Short runs of every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 10s

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicemq/sluice/internal/broker"
 	"github.com/sluicemq/sluice/internal/config"
+	"github.com/sluicemq/sluice/internal/sdnotify"
 )
 
 // newServeCommand builds `sluice serve`: the broker itself.
@@ -106,6 +107,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	log.Info("sluice started", slog.String("version", broker.Version), slog.String("data", cfg.Data))
+	notifySystemd(log, sdnotify.Ready)
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
@@ -116,6 +118,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		}
 	}
 	log.Info("shutting down")
+	notifySystemd(log, sdnotify.Stopping)
 	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.Shutdown(shutCtx); err != nil {

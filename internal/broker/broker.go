@@ -22,14 +22,16 @@ import (
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/engine/store/journal"
 	"github.com/sluicemq/sluice/internal/admin"
+	"github.com/sluicemq/sluice/internal/buildinfo"
 	"github.com/sluicemq/sluice/internal/config"
 	"github.com/sluicemq/sluice/internal/tlsconf"
 	"github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/stomp"
 )
 
-// Version is Sluice's version, reported to clients and in metadata.
-const Version = "0.1.0"
+// Version is Sluice's version, reported to clients and in metadata: the
+// build's version from internal/buildinfo, the one `sluice version` prints.
+var Version = buildinfo.Version()
 
 // Broker is a running Sluice: engine, store and listeners.
 type Broker struct {
