@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test vet generate check-generated man dist fuzz bench interop console-test scale
+.PHONY: all build test vet generate check-generated man dist fuzz bench interop examples console-test scale
 
 all: build test
 
@@ -68,6 +68,13 @@ interop:
 	  echo "npm ci in interop/"; (cd interop && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	fi
 	$(GO) test -count=1 -v -tags interop -timeout 10m ./interop/...
+
+# The quick starts of examples/, each against one fresh broker on free
+# loopback ports (examples/config/quickstart.toml, a temporary data
+# directory), then a summary; fails if any fails. The Python and Node clients
+# are the ones make interop uses; scripts/run-examples.sh says what it needs.
+examples:
+	bash scripts/run-examples.sh
 
 # Browser test of the web console: a real broker, Debian's headless Chromium
 # (apt-get install chromium) driven by playwright-core (npm ci in

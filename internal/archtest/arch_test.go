@@ -39,6 +39,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{module + "/engine/...", "Imports", []string{"net/http", "github.com/prometheus"}},
 		{module + "/protocol/...", "Deps", []string{module + "/internal", module + "/cmd", module + "/conformance", module + "/gen"}},
 		{module + "/internal/...", "Deps", []string{module + "/cmd", module + "/gen"}},
+		// The quick starts use only their client library: nothing of Sluice.
+		{module + "/examples/...", "Deps", []string{module + "/"}},
 	}
 	for _, r := range rules {
 		for pkg, ds := range list(t, r.pattern, r.field) {
