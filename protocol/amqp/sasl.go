@@ -3,7 +3,6 @@ package amqp
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
 // SASL mechanisms the server offers.
@@ -39,19 +39,11 @@ const errNoAnonymous = "anonymous access is refused: authenticate with SASL PLAI
 // was verified, and remembers that certificate for EXTERNAL. Other
 // connections have nothing to do.
 func (c *conn) tlsHandshake() error {
-	tc, ok := c.nc.(*tls.Conn)
-	if !ok {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.srv.opts.ConnectTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("tls handshake: %w", err)
-	}
-	if chains := tc.ConnectionState().VerifiedChains; len(chains) > 0 && len(chains[0]) > 0 {
-		c.peerCert = chains[0][0]
-	}
-	return nil
+	cert, err := netserve.PeerCertificate(ctx, c.nc)
+	c.peerCert = cert
+	return err
 }
 
 // mechanisms returns the mechanisms offered to this client: EXTERNAL when

@@ -2,7 +2,6 @@ package stomp
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -440,7 +439,8 @@ func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
 	login, _ := f.Get(hLogin)
 	var cert *x509.Certificate
 	if login == "" {
-		cert = c.peerCertificate()
+		// The reader has read CONNECT, so a TLS handshake is complete.
+		cert, _ = netserve.PeerCertificate(c.ctx, c.nc)
 	}
 	switch {
 	case login != "":
@@ -458,21 +458,6 @@ func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
 		return security.Identity{}, &protoError{msg: security.ErrAuthentication.Error()}
 	}
 	return who, nil
-}
-
-// peerCertificate is the client certificate the TLS handshake verified, or
-// nil (not TLS, no certificate, or one not verified). The reader has read
-// CONNECT, so the handshake is complete.
-func (c *conn) peerCertificate() *x509.Certificate {
-	tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState })
-	if !ok {
-		return nil
-	}
-	st := tc.ConnectionState()
-	if !st.HandshakeComplete || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
-		return nil
-	}
-	return st.VerifiedChains[0][0]
 }
 
 // receipt answers a frame's receipt header, if any.
