@@ -330,20 +330,20 @@ func TestTotalsMetrics(t *testing.T) {
 	_ = c.CloseWithReason(engine.ClosedHeartbeatTimeout, nil)
 	text := e.scrape()
 	for series, want := range map[string]string{
-		`sluice_messages_enqueued_total`:                                              "2",
-		`sluice_messages_delivered_total`:                                             "2",
-		`sluice_messages_acknowledged_total`:                                          "2",
-		`sluice_messages_redelivered_total`:                                           "0",
-		`sluice_destination_delivered_total{kind="queue",name="a"}`:                   "2",
-		`sluice_producer_confirms_total{result="failed"}`:                             "0",
-		`sluice_connections_opened_total{protocol="stomp"}`:                           "1",
-		`sluice_connections_opened_total{protocol="embedded"}`:                        "1",
+		`sluice_messages_enqueued_total`:                                               "2",
+		`sluice_messages_delivered_total`:                                              "2",
+		`sluice_messages_acknowledged_total`:                                           "2",
+		`sluice_messages_redelivered_total`:                                            "0",
+		`sluice_destination_delivered_total{kind="queue",name="a"}`:                    "2",
+		`sluice_producer_confirms_total{result="failed"}`:                              "0",
+		`sluice_connections_opened_total{protocol="stomp"}`:                            "1",
+		`sluice_connections_opened_total{protocol="embedded"}`:                         "1",
 		`sluice_connections_closed_total{protocol="stomp",reason="heartbeat_timeout"}`: "1",
 		`sluice_connections_closed_total{protocol="stomp",reason="client"}`:            "0",
 		`sluice_connections_closed_total{protocol="embedded",reason="client"}`:         "1",
-		`sluice_connections_opened_total{protocol="amqp"}`:                            "0",
+		`sluice_connections_opened_total{protocol="amqp"}`:                             "0",
 		`sluice_connections_closed_total{protocol="admin",reason="shutdown"}`:          "0",
-		`sluice_store_sync_seconds_count`:                                             "1",
+		`sluice_store_sync_seconds_count`:                                              "1",
 	} {
 		if got := metricValue(text, series); got != want {
 			t.Errorf("%s = %q, want %s", series, got, want)
