@@ -72,6 +72,7 @@ instead of tables.`,
 		c.subscriptionsCmd(), c.deleteSubscriptionCmd(),
 		c.connectionsCmd(), c.closeConnectionCmd(),
 		c.browseCmd(), c.moveCmd(), c.deleteMessagesCmd(), c.exportCmd(), c.importCmd(),
+		c.publishCmd(), c.getCmd(), c.policyCmd(), c.nodeCmd(),
 		admHashPasswordCmd(), admNewTokenCmd(),
 	)
 	return cmd
