@@ -276,7 +276,10 @@ func TestPublishAndGet(t *testing.T) {
 	}
 	out := logs.String()
 	for _, want := range []string{`msg="test message published by an administrator" user=anonymous destination=/queue/a message_id=` + id,
-		`msg="message consumed by an administrator" user=anonymous destination=/queue/a message_id=` + id} {
+		`msg="message consumed by an administrator" user=anonymous destination=/queue/a message_id=` + id,
+		`msg="admin request" user=anonymous role=admin remote=127.0.0.1:`,
+		`method=POST path=/api/destinations/queue/a/messages/publish status=201`,
+		`method=POST path=/api/destinations/queue/a/messages/get status=200`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log lacks %q:\n%s", want, out)
 		}
