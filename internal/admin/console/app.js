@@ -270,7 +270,7 @@
   function shortNum(v) {
     if (v >= 1e6) return (v / 1e6).toFixed(v % 1e6 ? 1 : 0) + "M";
     if (v >= 1e3) return (v / 1e3).toFixed(v % 1e3 ? 1 : 0) + "k";
-    return Number.isInteger(v) ? String(v) : v.toFixed(1);
+    return String(Number(v.toFixed(2))); // 0.25, 2.5, 7.5
   }
   const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
 
