@@ -388,7 +388,7 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   assert.equal(detail.priority, 7);
   assert.equal(detail.correlationId, "cart-42");
   assert.ok(detail.properties.some((p) => p.name === "customer" && p.value === "ACME"));
-  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.evaluate(() => { window.scrollTo(0, 0); document.querySelectorAll("#toast div").forEach((d) => d.remove()); });
   await page.screenshot({ path: path.join(shotDir, "console-moved.png"), fullPage: true });
 
   // The stomp.py-style body: text in the table and the detail, and the
