@@ -84,6 +84,9 @@ type DestinationInfo struct {
 	Expired     uint64
 	Redelivered uint64
 	Undelivered uint64 // moved to the error destination or dropped as undeliverable
+	// Delivered counts deliveries to consumers, redeliveries included
+	// (Dequeued counts the acknowledgements).
+	Delivered uint64
 	// Created is when the destination was created.
 	Created time.Time
 	// OldestTimestamp is the JMSTimestamp (ms) of the oldest ready message,
@@ -111,6 +114,7 @@ func (q *queue) info(into *DestinationInfo) {
 	into.Dequeued += q.stats.Dequeued
 	into.Expired += q.stats.Expired
 	into.Redelivered += q.stats.Redelivered
+	into.Delivered += q.delivered.Load()
 	into.Undelivered += q.stats.Undelivered
 	for p := range q.ready {
 		if l := &q.ready[p]; l.len() > 0 {
@@ -272,10 +276,10 @@ func (b *Broker) CloseConnection(id uint64) error {
 		if c.id != id {
 			continue
 		}
-		if err := c.Close(); err != nil {
+		// The "connection closed" line says it: reason "closed by administrator".
+		if err := c.CloseWithReason(ClosedByAdministrator, nil); err != nil {
 			return err
 		}
-		b.log.Info("connection closed by an administrator", slog.Uint64("connection", id), slog.String("client_id", c.ClientID()))
 		c.notify(ErrClosedByAdministrator)
 		return nil
 	}
@@ -616,6 +620,7 @@ func (b *Broker) restore(q *queue, refs []*ref, recs []*stored) {
 	q.mu.Lock()
 	q.stats.Enqueued -= uint64(len(refs))
 	q.mu.Unlock()
+	b.totals.uncountEnqueued(len(refs))
 }
 
 func recsOf(refs []*ref) []*stored {

@@ -40,6 +40,8 @@ type Broker struct {
 	closed    bool
 
 	async asyncWriter
+
+	totals totals // broker-wide counters (stats.go)
 }
 
 type clientIDUse struct {
@@ -136,7 +138,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	for _, c := range conns {
-		_ = c.Close()
+		_ = c.CloseWithReason(ClosedShutdown, nil)
 	}
 	b.cancel()
 	b.wg.Wait()
@@ -182,6 +184,7 @@ func (b *Broker) Connect(opts ConnectionOptions) (*Connection, error) {
 			return nil, err
 		}
 	}
+	b.totals.opened(opts.Protocol)
 	b.log.Info("connection opened", c.logAttrs()...)
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
@@ -24,6 +25,11 @@ type Confirmation struct {
 	b        *Broker
 	r        *ref
 	takeOnce sync.Once
+
+	// counter is the broker's totals, counted once per Confirmation
+	// (counted), when Wait first tells its outcome.
+	counter *totals
+	counted atomic.Bool
 }
 
 // Ready reports whether Wait would return at once.
@@ -58,6 +64,19 @@ func (c *Confirmation) Wait(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
+	err := c.wait(ctx)
+	if c.counter != nil && (err == nil || ctx.Err() == nil) && c.counted.CompareAndSwap(false, true) {
+		if err == nil {
+			c.counter.confirmed.Add(1)
+		} else {
+			c.counter.confirmFailed.Add(1)
+		}
+	}
+	return err
+}
+
+// wait is Wait without counting the outcome.
+func (c *Confirmation) wait(ctx context.Context) error {
 	if c.add != nil {
 		select {
 		case <-c.add.done:
@@ -80,7 +99,7 @@ func (c *Confirmation) Wait(ctx context.Context) error {
 		case <-ctx.Done():
 			// Nobody waits any more: a write that fails must still take
 			// its message back (takeBack), so follow it to its end.
-			go func() { _ = c.Wait(context.Background()) }()
+			go func() { _ = c.wait(context.Background()) }()
 			return ctx.Err()
 		case <-p.Done():
 		}
@@ -174,7 +193,7 @@ func (w *orderedWrites) submit(b *Broker, sub store.Submitter, r *ref) *Confirma
 	if start {
 		go w.run(b)
 	}
-	return &Confirmation{add: a, dest: r.q.dest}
+	return &Confirmation{add: a, dest: r.q.dest, counter: &b.totals}
 }
 
 // run adds the messages in order as their writes become durable; it ends

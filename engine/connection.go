@@ -104,9 +104,11 @@ type Connection struct {
 	temps    map[message.Destination]*destination
 	txns     map[*Txn]struct{} // explicit transactions still open
 	closed   bool
-	onErr    func(error)
-	created  time.Time
-	nextSess uint64
+	// endLogged is set by the close that logs and counts the end.
+	endLogged bool
+	onErr     func(error)
+	created   time.Time
+	nextSess  uint64
 
 	decisions decisions // authorization answers; its own lock, a leaf
 }
@@ -407,7 +409,17 @@ func (c *Connection) DeleteTemporary(dest message.Destination) error {
 // Close closes the connection and everything it made: open transactions roll
 // back, unacknowledged messages return to their destinations without being
 // acknowledged, temporary destinations are deleted. Closing twice is a no-op.
+// It is CloseWithReason(ClosedByClient, nil).
 func (c *Connection) Close() error {
+	return c.CloseWithReason(ClosedByClient, nil)
+}
+
+// CloseWithReason is Close, saying why the connection ends: the
+// "connection closed" log line carries the reason (and cause, when not
+// nil, as err), and Totals counts it. Only the first close counts: a
+// protocol front-end closing a connection that an administrator closed
+// already changes nothing.
+func (c *Connection) CloseWithReason(reason CloseReason, cause error) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -441,7 +453,19 @@ func (c *Connection) Close() error {
 		_ = c.b.deleteDestination(context.Background(), dest, true)
 	}
 	c.b.releaseConnection(c)
-	c.b.log.Info("connection closed", c.logAttrs()...)
+	c.mu.Lock()
+	first := !c.endLogged // two closes may overlap: one of them tells
+	c.endLogged = true
+	c.mu.Unlock()
+	if !first {
+		return nil
+	}
+	c.b.totals.closed(c.opts.Protocol, reason)
+	attrs := append(c.logAttrs(), slog.String("reason", reason.String()))
+	if cause != nil {
+		attrs = append(attrs, slog.Any("err", cause))
+	}
+	c.b.log.Info("connection closed", attrs...)
 	return nil
 }
 

@@ -68,7 +68,7 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 	ew.pending = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), linger)
 	r.rec.early = ew
 	r.q.add(r)
-	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r}
+	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r, counter: &b.totals}
 }
 
 // hasEligibleConsumer reports whether a consumer could take a message now.

@@ -388,6 +388,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			qr.q.mu.Lock()
 			qr.q.stats.Enqueued -= uint64(len(refs))
 			qr.q.mu.Unlock()
+			b.totals.uncountEnqueued(len(refs))
 		}
 	}
 	if len(stale) > 0 {

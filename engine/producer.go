@@ -133,7 +133,12 @@ func (p *Producer) SendToAsync(ctx context.Context, dest message.Destination, m 
 	if p.sess.mode == Transacted {
 		return nil, p.SendIn(ctx, p.sess.txn, dest, m, o)
 	}
-	return p.sess.conn.b.sendAsync(ctx, p.sess, dest, m, p.Defaults, o)
+	b := p.sess.conn.b
+	conf, err := b.sendAsync(ctx, p.sess, dest, m, p.Defaults, o)
+	if err == nil && conf == nil {
+		b.totals.confirmed.Add(1) // nothing to wait for: confirmed now
+	}
+	return conf, err
 }
 
 // checkSend checks that the producer may send to dest.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
@@ -33,6 +34,7 @@ type queue struct {
 	bytes     int64
 	deleted   bool
 	stats     queueStats
+	delivered atomic.Uint64 // deliveries to consumers; bumped without mu
 
 	// Room reserved under the quota by sends in progress, by message
 	// (reserve): a send takes its room when it checks the quota, so that
@@ -150,6 +152,7 @@ func (q *queue) add(refs ...*ref) {
 		q.count++
 		q.bytes += int64(r.size)
 		q.stats.Enqueued++
+		q.b.totals.enqueued.Add(1)
 		if r.deliverAt != 0 && now == 0 {
 			now = q.b.nowMillis()
 		}
@@ -379,6 +382,7 @@ func (q *queue) settle(refs []*ref) {
 		q.count--
 		q.bytes -= int64(r.size)
 		q.stats.Dequeued++
+		q.b.totals.acked.Add(1)
 	}
 	q.quotaCond.Broadcast()
 	expired := q.dispatchLocked()
@@ -445,6 +449,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		}
 		if r.count > 0 {
 			q.stats.Redelivered++
+			q.b.totals.redelivered.Add(1)
 		}
 		delayed := failed && delay > 0
 		if delayed {

@@ -108,6 +108,8 @@ func (s *Session) checkOpen() error {
 // and returns the Delivery. byReceive says a synchronous receive took it.
 func (s *Session) delivered(c *Consumer, r *ref, byReceive bool) message.Delivery {
 	r.count++
+	r.q.delivered.Add(1)
+	s.conn.b.totals.delivered.Add(1)
 	if obs := s.conn.b.cfg.ObserveDelivery; obs != nil {
 		since := max(r.msg.Timestamp, r.msg.DeliveryTime)
 		obs(r.msg.Destination, time.Duration(s.conn.b.nowMillis()-since)*time.Millisecond)

@@ -36,7 +36,7 @@ func admServer(t *testing.T) (*engine.Broker, string, string) {
 	}
 	srv := admin.New(admin.Options{Version: "test", Engine: eng, Auth: auth})
 	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.Close(); _ = eng.Close() })
+	t.Cleanup(func() { ts.Close(); srv.Close(); _ = eng.Close() })
 	return eng, ts.URL, token
 }
 

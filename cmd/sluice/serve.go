@@ -19,8 +19,8 @@ import (
 // newServeCommand builds `sluice serve`: the broker itself.
 func newServeCommand() *cobra.Command {
 	var (
-		file, data, stomp, amqp, stomps, amqps, adminAddr, level string
-		check                                                    bool
+		file, data, stomp, amqp, stomps, amqps, adminAddr, level, format string
+		check                                                            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -63,6 +63,9 @@ files.`,
 			if flags.Changed("log-level") {
 				cfg.LogLevel = level
 			}
+			if flags.Changed("log-format") {
+				cfg.LogFormat = format
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -82,16 +85,16 @@ files.`,
 	f.StringVar(&amqps, "amqps", "", "AMQP 1.0 over TLS listener address, conventionally port 5671 (empty disables)")
 	f.StringVar(&adminAddr, "admin", "127.0.0.1:8161", "admin HTTP listener address (empty disables)")
 	f.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&format, "log-format", "text", "log format: text (key=value) or json")
 	f.BoolVar(&check, "check-config", false, "validate the configuration and exit")
 	return cmd
 }
 
 func serve(ctx context.Context, cfg config.Config) error {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
+	log, err := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	if ctx == nil {
 		ctx = context.Background()
 	}

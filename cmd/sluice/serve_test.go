@@ -21,7 +21,7 @@ import (
 // duration, so the caller's environment cannot change the results.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL"} {
+	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL", "SLUICE_LOG_FORMAT"} {
 		t.Setenv(k, "") // ApplyEnv ignores empty variables
 	}
 }
@@ -236,6 +236,7 @@ func TestServeFlagDefaults(t *testing.T) {
 		"amqps":        def.Listeners.AMQPS,
 		"admin":        def.Listeners.Admin,
 		"log-level":    def.LogLevel,
+		"log-format":   def.LogFormat,
 		"config":       "",
 		"check-config": "false",
 	}

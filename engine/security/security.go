@@ -123,6 +123,9 @@ type Attempt struct {
 	Remote string
 	// Mechanism is how it authenticates ("login", "PLAIN", "EXTERNAL", …).
 	Mechanism string
+	// ClientID is the client ID the client asked for, when the protocol
+	// says it before authenticating (STOMP's client-id header); "" else.
+	ClientID string
 }
 
 // Realm authenticates users and holds their permissions. It is safe for
@@ -325,7 +328,7 @@ func (r *Realm) fail(ctx context.Context, at Attempt, user, reason string) error
 		obs(at.Protocol, "failure")
 	}
 	r.opts.Logger.Info("authentication failed", slog.String("protocol", at.Protocol), slog.String("remote", at.Remote),
-		slog.String("mechanism", at.Mechanism), slog.String("user", user), slog.String("reason", reason))
+		slog.String("mechanism", at.Mechanism), slog.String("user", user), slog.String("client_id", at.ClientID), slog.String("reason", reason))
 	if d := r.opts.FailureDelay; d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -24,16 +24,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/internal/config"
 )
 
 // StoreStats are the store counters /metrics reports, when the broker has
 // a store that keeps them.
 type StoreStats struct {
-	Commits      uint64 // durable commits (journal syncs)
-	Updates      uint64 // updates confirmed
-	Ops          uint64 // writes confirmed
-	JournalBytes uint64 // bytes written to the journal
-	AppliedOps   uint64 // writes applied to the store behind the journal
+	Commits      uint64 `json:"commits"`      // durable commits (journal syncs)
+	Updates      uint64 `json:"updates"`      // updates confirmed
+	Ops          uint64 `json:"ops"`          // writes confirmed
+	JournalBytes uint64 `json:"journalBytes"` // bytes written to the journal
+	AppliedOps   uint64 `json:"appliedOps"`   // writes applied to the store behind the journal
 }
 
 // Options configure a Server.
@@ -58,6 +60,20 @@ type Options struct {
 	// bearer-token checks and refused requests; the realm and the engine
 	// count the rest through AuthMetrics.Attempt and Denied.
 	AuthMetrics *AuthMetrics
+	// StoreSync, when set, is served as sluice_store_sync_seconds.
+	StoreSync *StoreSyncLatency
+	// DataDir is the broker's data directory: the node page and the
+	// sluice_data_directory_* gauges report its size and free space.
+	DataDir string
+	// Policy explains a destination's effective policy (the broker passes
+	// config.Config.ExplainPolicy); nil explains the defaults.
+	Policy func(message.Destination) config.PolicyExplanation
+	// HistoryInterval, HistoryLength and HistoryDestinations shape the
+	// rate history (history.go); zero means DefaultHistoryInterval,
+	// DefaultHistoryLength, DefaultHistoryDestinations.
+	HistoryInterval     time.Duration
+	HistoryLength       time.Duration
+	HistoryDestinations int
 }
 
 // Server is the admin HTTP handler.
@@ -73,6 +89,10 @@ type Server struct {
 	started   time.Time
 	reg       *prometheus.Registry
 	apiRoutes []string // "METHOD /path" of every API route, for the docs test
+
+	history     *history
+	stopHistory context.CancelFunc
+	historyDone chan struct{}
 }
 
 // New builds the handler.
@@ -96,6 +116,14 @@ func New(opts Options) *Server {
 		if opts.AuthMetrics != nil {
 			s.reg.MustRegister(opts.AuthMetrics.attempts, opts.AuthMetrics.denied)
 		}
+		s.reg.MustRegister(newTotalsCollector(s.eng, opts.DataDir))
+		if opts.StoreSync != nil {
+			s.reg.MustRegister(opts.StoreSync.h)
+		}
+		s.history = newHistory(opts.HistoryInterval, opts.HistoryLength, opts.HistoryDestinations)
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopHistory, s.historyDone = cancel, make(chan struct{})
+		go func() { defer close(s.historyDone); s.history.run(ctx, s.eng) }()
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 		s.routes()
 		s.console()
@@ -111,6 +139,15 @@ func New(opts Options) *Server {
 		s.mux.ServeHTTP(w, r)
 	}))
 	return s
+}
+
+// Close stops the rate-history sampler. The handler still answers, with
+// the history it has.
+func (s *Server) Close() {
+	if s.stopHistory != nil {
+		s.stopHistory()
+		<-s.historyDone
+	}
 }
 
 // Registry returns the Prometheus registry /metrics serves (nil without an

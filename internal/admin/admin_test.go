@@ -42,6 +42,7 @@ type envOptions struct {
 	auth    *Auth
 	metrics *AuthMetrics // registered, and the engine's ObserveDenied
 	logger  *slog.Logger
+	options func(*Options) // changes the server's options
 }
 
 func newEnvWith(t *testing.T, o envOptions) *env {
@@ -58,12 +59,17 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Options{Version: "test", Engine: eng, Auth: o.auth, AuthMetrics: o.metrics, Logger: o.logger,
-		StoreStats: func() StoreStats { return StoreStats{Commits: 7, Updates: 9, Ops: 21} }})
+	opts := Options{Version: "test", Engine: eng, Auth: o.auth, AuthMetrics: o.metrics, Logger: o.logger,
+		StoreStats: func() StoreStats { return StoreStats{Commits: 7, Updates: 9, Ops: 21} }}
+	if o.options != nil {
+		o.options(&opts)
+	}
+	srv := New(opts)
 	srv.SetReady(true)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.Close()
+		srv.Close()
 		_ = eng.Close()
 		_ = st.Close()
 	})

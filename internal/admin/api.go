@@ -36,12 +36,18 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/logout", s.logout)
 	s.handle("GET /api/whoami", s.whoami)
 	s.handle("GET /api/overview", s.overview)
+	s.handle("GET /api/history", s.brokerHistory)
+	s.handle("GET /api/node", s.node)
 
 	s.handle("GET /api/destinations", s.listDestinations)
 	s.handle("POST /api/destinations", s.createDestination)
 	s.handle("GET /api/destinations/{kind}/{name}", s.getDestination)
 	s.handle("DELETE /api/destinations/{kind}/{name}", s.deleteDestination)
 	s.handle("POST /api/destinations/{kind}/{name}/purge", s.purge)
+	s.handle("GET /api/destinations/{kind}/{name}/history", s.destinationHistory)
+	s.handle("GET /api/destinations/{kind}/{name}/policy", s.policy)
+	s.handle("POST /api/destinations/{kind}/{name}/messages/publish", s.publish)
+	s.handle("POST /api/destinations/{kind}/{name}/messages/get", s.getMessage)
 
 	s.handle("GET /api/subscriptions", s.listSubscriptions)
 	s.handle("DELETE /api/subscriptions/{clientID}/{sub}", s.deleteSubscription)
@@ -334,6 +340,7 @@ type destinationJSON struct {
 	Expired         uint64 `json:"expired"`
 	Redelivered     uint64 `json:"redelivered"`
 	Undelivered     uint64 `json:"undelivered"`
+	Delivered       uint64 `json:"delivered"`
 	Created         string `json:"created"`
 	OldestTimestamp int64  `json:"oldestTimestamp"`
 	Owner           uint64 `json:"ownerConnection,omitempty"`
@@ -344,7 +351,7 @@ func toDestinationJSON(d engine.DestinationInfo) destinationJSON {
 		Temporary: d.Kind.IsTemporary(), Messages: d.Messages, Ready: d.Ready, InFlight: d.InFlight,
 		Scheduled: d.Scheduled, Bytes: d.Bytes, Consumers: d.Consumers, Subscriptions: d.Subscriptions,
 		Enqueued: d.Enqueued, Dequeued: d.Dequeued, Expired: d.Expired, Redelivered: d.Redelivered,
-		Undelivered: d.Undelivered, Created: d.Created.UTC().Format(time.RFC3339Nano),
+		Undelivered: d.Undelivered, Delivered: d.Delivered, Created: d.Created.UTC().Format(time.RFC3339Nano),
 		OldestTimestamp: d.OldestTimestamp, Owner: d.Owner}
 }
 
@@ -541,22 +548,42 @@ type pageJSON struct {
 	Messages []messageJSON `json:"messages"`
 }
 
-// preview renders a body for people: text as text, bytes as base64, map and
-// stream bodies as their JSON entries; cut to n bytes (0: whole).
+// readable reports whether b reads as text: valid UTF-8 without control
+// characters other than tabs and line breaks.
+func readable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// preview renders a body for people: text, and bytes that are readable
+// (what a STOMP client with content-length sends is a bytes body), as
+// text; other bodies as base64; map and stream bodies as their JSON
+// entries; cut to n bytes (0: whole).
 func preview(b message.Body, n int) (text, encoding string, size int, truncated bool) {
 	switch b.Kind {
 	case message.BodyNone:
 		return "", "none", 0, false
 	case message.BodyText, message.BodyXML:
 		size = len(b.Data)
-		if utf8.Valid(b.Data) {
+		if readable(b.Data) {
 			text, encoding = string(b.Data), "text"
 		} else {
 			text, encoding = base64.StdEncoding.EncodeToString(b.Data), "base64"
 		}
 	case message.BodyBytes:
 		size = len(b.Data)
-		text, encoding = base64.StdEncoding.EncodeToString(b.Data), "base64"
+		if readable(b.Data) {
+			text, encoding = string(b.Data), "text"
+		} else {
+			text, encoding = base64.StdEncoding.EncodeToString(b.Data), "base64"
+		}
 	case message.BodyMap:
 		j, _ := json.Marshal(b.Map)
 		size, text, encoding = b.Size(), string(j), "json"

@@ -175,6 +175,10 @@ func TestAuthorizationByRole(t *testing.T) {
 		{"GET", "/api/destinations/queue/a/messages/export", nil, 200},
 		{"GET", "/api/subscriptions", nil, 200},
 		{"GET", "/api/connections", nil, 200},
+		{"GET", "/api/history", nil, 200},
+		{"GET", "/api/node", nil, 200},
+		{"GET", "/api/destinations/queue/a/history", nil, 200},
+		{"GET", "/api/destinations/queue/a/policy", nil, 200},
 		{"GET", "/metrics", nil, 200},
 		{"HEAD", "/api/destinations", nil, 200},
 	}
@@ -186,6 +190,8 @@ func TestAuthorizationByRole(t *testing.T) {
 		{"POST", "/api/destinations/queue/a/purge", nil, 200},
 		{"DELETE", "/api/subscriptions/cid/nope", nil, 404},
 		{"DELETE", "/api/connections/{conn}", nil, 200},
+		{"POST", "/api/destinations/queue/a/messages/publish", map[string]string{"body": "test"}, 201},
+		{"POST", "/api/destinations/queue/a/messages/get", map[string]int{"timeout": 0}, 200},
 		{"DELETE", "/api/destinations/queue/c", nil, 200},
 	}
 	realm := testRealm(t, nil)

@@ -30,6 +30,7 @@ type collector struct {
 	expired     *prometheus.Desc
 	redelivered *prometheus.Desc
 	undelivered *prometheus.Desc
+	delivered   *prometheus.Desc
 	temporary   *prometheus.Desc
 	subPending  *prometheus.Desc
 	subActive   *prometheus.Desc
@@ -64,6 +65,7 @@ func newCollector(eng *engine.Broker, version string, storeStats func() StoreSta
 		expired:     d("sluice_destination_expired_total", "Messages that expired.", dl),
 		redelivered: d("sluice_destination_redelivered_total", "Messages returned for redelivery after a delivery attempt.", dl),
 		undelivered: d("sluice_destination_undelivered_total", "Messages that became undeliverable (redelivery limit, rejection) and went to the error destination or were dropped.", dl),
+		delivered:   d("sluice_destination_delivered_total", "Deliveries to consumers, redeliveries included (dequeued_total counts the acknowledgements).", dl),
 		temporary:   d("sluice_temporary_destinations", "Temporary queues and topics that exist.", nil),
 		subPending:  d("sluice_subscription_messages", "Messages a durable subscription holds.", []string{"topic", "client_id", "subscription"}),
 		subActive:   d("sluice_subscription_consumers", "Active consumers of a durable subscription.", []string{"topic", "client_id", "subscription"}),
@@ -81,7 +83,7 @@ func newCollector(eng *engine.Broker, version string, storeStats func() StoreSta
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.buildInfo, c.messages, c.inFlight, c.scheduled, c.bytes, c.consumers, c.oldest,
-		c.enqueued, c.dequeued, c.expired, c.redelivered, c.undelivered, c.temporary, c.subPending, c.subActive,
+		c.enqueued, c.dequeued, c.expired, c.redelivered, c.undelivered, c.delivered, c.temporary, c.subPending, c.subActive,
 		c.conns, c.sessions} {
 		ch <- d
 	}
@@ -119,6 +121,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.expired, counter, float64(d.Expired), l...)
 		ch <- prometheus.MustNewConstMetric(c.redelivered, counter, float64(d.Redelivered), l...)
 		ch <- prometheus.MustNewConstMetric(c.undelivered, counter, float64(d.Undelivered), l...)
+		ch <- prometheus.MustNewConstMetric(c.delivered, counter, float64(d.Delivered), l...)
 	}
 	ch <- prometheus.MustNewConstMetric(c.temporary, gauge, float64(temps))
 	seen := map[[3]string]bool{}

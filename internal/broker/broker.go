@@ -70,15 +70,16 @@ type server interface {
 
 // openStore opens the embedded store in dir: bbolt in sluice.db with a
 // write-ahead journal in front of it (journal/), so that a persistent send
-// is confirmed after one sequential sync.
-func openStore(ctx context.Context, dir string, log *slog.Logger) (*journal.Store, error) {
+// is confirmed after one sequential sync; observeSync hears each sync's time.
+func openStore(ctx context.Context, dir string, log *slog.Logger, observeSync func(time.Duration)) (*journal.Store, error) {
 	bs, err := boltstore.Open(filepath.Join(dir, "sluice.db"), boltstore.Options{Logger: log.With(slog.String("component", "store"))})
 	if err != nil {
 		return nil, err
 	}
 	js, err := journal.Open(ctx, filepath.Join(dir, "journal"), bs, journal.Options{
-		Validate: boltstore.Validate,
-		Logger:   log.With(slog.String("component", "journal")),
+		Validate:    boltstore.Validate,
+		Logger:      log.With(slog.String("component", "journal")),
+		ObserveSync: observeSync,
 	})
 	if err != nil {
 		_ = bs.Close()
@@ -118,7 +119,8 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 	if err := b.loadTLS(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, cfg.Data, log)
+	storeSync := admin.NewStoreSyncLatency()
+	st, err := openStore(ctx, cfg.Data, log, storeSync.Observe)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +155,7 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 	}
 	b.engine = eng
 	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, AuthMetrics: authMetrics, Latency: latency, Logger: log.With(slog.String("component", "admin")),
+		StoreSync: storeSync, DataDir: cfg.Data, Policy: cfg.ExplainPolicy,
 		StoreStats: func() admin.StoreStats {
 			st := b.store.Stats()
 			return admin.StoreStats{Commits: st.Commits, Updates: st.Updates, Ops: st.Ops, JournalBytes: st.Bytes, AppliedOps: st.Applied}
@@ -384,6 +387,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.wg.Wait()
+	b.admin.Close()
 	if b.engine != nil {
 		if err := b.engine.Close(); err != nil {
 			errs = append(errs, err)

@@ -52,6 +52,8 @@ type Config struct {
 	Data string `toml:"data"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// LogFormat is text (logfmt, key=value) or json (one object a line).
+	LogFormat string `toml:"log_format"`
 	// Listeners are the addresses the front-ends bind; "" disables one.
 	Listeners Listeners `toml:"listeners"`
 	// TLS holds the certificates of the TLS listeners (tls.go).
@@ -187,8 +189,9 @@ type Destination struct {
 // Default returns the configuration of `sluice serve` with no set-up.
 func Default() Config {
 	return Config{
-		Data:     "./sluice-data",
-		LogLevel: "info",
+		Data:      "./sluice-data",
+		LogLevel:  "info",
+		LogFormat: "text",
 		Listeners: Listeners{
 			STOMP: "127.0.0.1:61613",
 			AMQP:  "127.0.0.1:5672",
@@ -239,7 +242,7 @@ func Load(file string) (Config, error) {
 
 // ApplyEnv overrides settings from SLUICE_* environment variables
 // (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_STOMPS, SLUICE_AMQPS,
-// SLUICE_ADMIN, SLUICE_LOG_LEVEL).
+// SLUICE_ADMIN, SLUICE_LOG_LEVEL, SLUICE_LOG_FORMAT).
 func (c *Config) ApplyEnv(getenv func(string) string) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -256,6 +259,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Listeners.AMQPS, "SLUICE_AMQPS")
 	set(&c.Listeners.Admin, "SLUICE_ADMIN")
 	set(&c.LogLevel, "SLUICE_LOG_LEVEL")
+	set(&c.LogFormat, "SLUICE_LOG_FORMAT")
 }
 
 // Validate checks every setting and compiles every destination policy,
@@ -282,6 +286,11 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))
 	}
 	if _, err := c.ConnectionOptions(); err != nil {
 		errs = append(errs, err)
@@ -512,10 +521,7 @@ func (c *Config) PolicyFunc() (func(message.Destination) engine.Policy, error) {
 			kind = "topic"
 		}
 		for _, r := range rules {
-			if r.kind != "" && r.kind != kind {
-				continue
-			}
-			if ok, _ := path.Match(r.match, d.Name); ok {
+			if sectionMatches(r.kind, r.match, kind, d.Name) {
 				return r.p
 			}
 		}

@@ -55,6 +55,7 @@ type conn struct {
 	confirms    chan pendingConfirm // see confirm.go
 	unconfirmed atomic.Int64        // transfers queued for the confirmer, not yet settled
 	ctx         context.Context     // cancelled when the connection ends
+	end         netserve.EndReason  // why it ends, for the engine's "connection closed"
 
 	// Set by the reader before open (TLS, SASL), then read-only.
 	peerCert      *x509.Certificate // the client certificate TLS verified
@@ -122,6 +123,7 @@ func (c *conn) abort() {
 
 // Abort closes the connection with amqp:connection:forced (shutdown).
 func (c *conn) Abort() {
+	c.end.Set(engine.ClosedShutdown, nil)
 	if !c.opened.Load() {
 		// No open sent yet (a protocol header or SASL exchange under
 		// way): a close frame would not be understood; end it at once.
@@ -156,11 +158,12 @@ func (c *conn) releaseEngine() {
 		for _, s := range c.sessions {
 			s.closeAll(false)
 		}
+		reason, cause := c.end.Get()
 		if c.globalEng != nil {
-			_ = c.globalEng.Close()
+			_ = c.globalEng.CloseWithReason(reason, cause)
 		}
 		if c.eng != nil {
-			_ = c.eng.Close()
+			_ = c.eng.CloseWithReason(reason, cause)
 		}
 	})
 }
@@ -195,6 +198,7 @@ func (c *conn) sendFrame(ch uint16, body frames.Body) bool {
 
 // fail closes the connection with an error condition.
 func (c *conn) fail(err error) {
+	c.end.Set(engine.ClosedError, err)
 	if !c.failing.CompareAndSwap(false, true) {
 		return
 	}
@@ -224,7 +228,12 @@ func (c *conn) writeLoop() {
 		case <-hb:
 			if !wrote {
 				_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-				if w.WriteEmptyFrame() != nil || bw.Flush() != nil {
+				err := w.WriteEmptyFrame()
+				if err == nil {
+					err = bw.Flush()
+				}
+				if err != nil {
+					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
 					c.abort()
 					return
 				}
@@ -284,6 +293,9 @@ func (c *conn) writeLoop() {
 					}
 					// Give the peer a moment to read the close.
 					time.Sleep(50 * time.Millisecond)
+				}
+				if err != nil {
+					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
 				}
 				c.abort()
 				return
@@ -390,10 +402,15 @@ func (c *conn) failRead(err error) {
 	var ne net.Error
 	var de *types.DecodeError
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, net.ErrClosed):
+		return // closed here, for a reason set already
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		c.end.Set(engine.ClosedNetworkError, errors.New("the client closed the network connection without close"))
 		return
 	case errors.As(err, &ne) && ne.Timeout():
-		c.fail(errf(types.AMQPErrorResourceLimitExceeded, "idle time-out: nothing received for %s", c.idleTimeout))
+		idle := errf(types.AMQPErrorResourceLimitExceeded, "idle time-out: nothing received for %s", c.idleTimeout)
+		c.end.Set(engine.ClosedHeartbeatTimeout, idle)
+		c.fail(idle)
 	case errors.Is(err, frames.ErrFrameTooLarge):
 		c.fail(errf(types.ConnectionErrorFramingError, "%v", err))
 	case errors.Is(err, frames.ErrBadHeader), errors.Is(err, frames.ErrUnexpectedBody):
@@ -476,23 +493,21 @@ func (c *conn) engineOptions() engine.ConnectionOptions {
 // amqp:unauthorized-access otherwise (after the realm's failure delay).
 func (c *conn) connectEngine(o *types.Open) error {
 	if !c.authenticated {
-		id, err := c.srv.opts.Realm.Anonymous(c.ctx, security.Attempt{Protocol: "amqp", Remote: remoteAddr(c.nc), Mechanism: mechNone})
+		id, err := c.srv.opts.Realm.Anonymous(c.ctx, security.Attempt{Protocol: "amqp", Remote: remoteAddr(c.nc), Mechanism: mechNone, ClientID: o.ContainerID})
 		if err != nil {
 			return errf(types.AMQPErrorUnauthorizedAccess, "%s", errNoAnonymous)
 		}
 		c.identity = id
 	}
-	eng, err := c.srv.eng.Connect(c.engineOptions())
+	// JMS clients put the client ID in container-id: claimed by Connect,
+	// so that the "connection opened" line names it.
+	opts := c.engineOptions()
+	opts.ClientID = o.ContainerID
+	eng, err := c.srv.eng.Connect(opts)
 	if err != nil {
 		return err
 	}
 	c.eng = eng
-	if o.ContainerID != "" {
-		// JMS clients put the client ID in container-id.
-		if err := eng.SetClientID(o.ContainerID); err != nil {
-			return err
-		}
-	}
 	eng.SetExceptionListener(func(err error) {
 		c.log.Info("engine reported a connection problem", slog.Any("err", err))
 	})
@@ -523,6 +538,7 @@ func (c *conn) handle(f frames.Frame) (stop bool, err error) {
 		if b.Error != nil {
 			c.log.Debug("client closed with an error", slog.String("condition", string(b.Error.Condition)), slog.String("description", b.Error.Description))
 		}
+		c.end.Set(engine.ClosedByClient, nil)
 		// Release the client ID and everything else before answering:
 		// once the close is answered, the client may reconnect with it.
 		c.releaseEngine()

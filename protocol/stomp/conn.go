@@ -65,6 +65,8 @@ type conn struct {
 
 	confirms confirmer       // reader goroutine starts it; see confirm.go
 	ctx      context.Context // cancelled when the connection ends
+
+	end netserve.EndReason // why it ends, for the engine's "connection closed"
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -124,18 +126,26 @@ func (c *conn) Run() {
 	})
 }
 
-// Abort closes the connection from the server side.
+// Abort closes the connection because the server shuts down.
 func (c *conn) Abort() {
+	c.end.Set(engine.ClosedShutdown, nil)
+	c.abort()
+}
+
+// abort closes the network connection from the server side.
+func (c *conn) abort() {
 	c.closeOnce.Do(func() { close(c.done) })
 	_ = c.nc.Close()
 }
 
 // shutdown releases the engine side: subscriptions close, transactions roll
-// back, unacknowledged messages return to their destinations.
+// back, unacknowledged messages return to their destinations. The engine
+// logs the end with the reason c.end holds (a DISCONNECT has closed the
+// engine connection already, as the client's close).
 func (c *conn) shutdown() {
 	c.closeOnce.Do(func() { close(c.done) })
 	if c.eng != nil {
-		_ = c.eng.Close()
+		_ = c.eng.CloseWithReason(c.end.Get())
 	}
 	_ = c.nc.Close()
 }
@@ -162,13 +172,20 @@ func (c *conn) readLoop() error {
 				if !connected {
 					c.fail(refuse("no CONNECT frame within %s", c.srv.opts.ConnectTimeout), nil)
 				} else {
-					c.fail(refuse("heart-beat timeout: nothing received for %s", timeout), nil)
+					hb := refuse("heart-beat timeout: nothing received for %s", timeout)
+					c.end.Set(engine.ClosedHeartbeatTimeout, hb)
+					c.fail(hb, nil)
 				}
 				return err
 			}
 			var fe *frame.Error
-			if errors.As(err, &fe) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			switch {
+			case errors.As(err, &fe) && !errors.Is(err, io.ErrUnexpectedEOF):
 				c.fail(refuse("%s", fe.Reason), nil)
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				c.end.Set(engine.ClosedNetworkError, errors.New("the client closed the network connection without DISCONNECT"))
+			case !errors.Is(err, net.ErrClosed):
+				c.end.Set(engine.ClosedNetworkError, err)
 			}
 			return err
 		}
@@ -206,6 +223,7 @@ func (c *conn) readLoop() error {
 // fail sends an ERROR frame for err (answering f's receipt if it asked for
 // one) and closes the connection once it is written.
 func (c *conn) fail(err error, f *frame.Frame) {
+	c.end.Set(engine.ClosedError, err)
 	ef := errorFrame(err, f)
 	c.failing.Store(true)
 	msg, _ := ef.Get(frame.HeaderMessage)
@@ -293,8 +311,13 @@ func (c *conn) writeLoop() {
 			return
 		case <-hb:
 			_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
-			if w.WriteHeartBeat() != nil || w.Flush() != nil {
-				c.Abort()
+			err := w.WriteHeartBeat()
+			if err == nil {
+				err = w.Flush()
+			}
+			if err != nil {
+				c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write heart-beat: %w", err))
+				c.abort()
 			}
 			continue
 		case it := <-c.out:
@@ -353,7 +376,10 @@ func (c *conn) writeLoop() {
 					// Let the client read the ERROR before the close.
 					netserve.CloseWrite(c.nc)
 				}
-				c.Abort()
+				if err != nil {
+					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
+				}
+				c.abort()
 				return
 			}
 		}
@@ -434,6 +460,7 @@ func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
 		return security.Identity{}, nil
 	}
 	at := security.Attempt{Protocol: "stomp", Remote: c.nc.RemoteAddr().String()}
+	at.ClientID, _ = f.Get(hClientID)
 	var who security.Identity
 	var err error
 	login, _ := f.Get(hLogin)

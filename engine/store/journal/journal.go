@@ -67,6 +67,10 @@ type Options struct {
 	Validate func(ops []store.Op) error
 	// Logger receives background failures; nil discards.
 	Logger *slog.Logger
+	// ObserveSync, when set, is told how long each sync of the log took
+	// (the fdatasync that makes a group commit durable): the store's fsync
+	// latency metric. It runs on the commit loop, so it must be cheap.
+	ObserveSync func(time.Duration)
 }
 
 // Stats are the journal's counters.
@@ -620,7 +624,11 @@ func (s *Store) commit(batch []*request) {
 	}
 	_, err := s.seg.WriteAt(s.buf, s.segSize)
 	if err == nil {
+		start := time.Now()
 		err = fdatasync(s.seg)
+		if obs := s.opts.ObserveSync; obs != nil && err == nil {
+			obs(time.Since(start))
+		}
 	}
 	if err != nil {
 		s.fail(batch, fmt.Errorf("journal write: %w", err))

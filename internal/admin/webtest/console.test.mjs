@@ -1,11 +1,15 @@
 // Browser test of the Sluice web console: a real `sluice serve`, Debian's
 // headless Chromium driven by playwright-core, a raw STOMP client on
-// node:net. It logs in, creates queues, sends through STOMP, browses the
-// message, moves it to another queue, and looks at every page, taking
-// screenshots (docs/console-*.png, or $SCREENSHOTS/console-*.png). A
-// second test logs in as a monitor, a read-only user, on the admin server
-// of fixture/ (a realm with an administrator, a monitor and a messaging
-// user): it sees the connections but cannot purge.
+// node:net. It logs in, creates queues, sends through STOMP, filters,
+// sorts and pages the destinations, reloads the overview to find the
+// broker's rate history, browses a message, moves it to another queue,
+// reads a stomp.py-style body as text and hex, publishes a test message
+// and gets it back, reads a queue's effective policy, looks at the node
+// page and at every page at 800 px, taking screenshots (docs/console-*.png,
+// or $SCREENSHOTS/console-*.png). A second test logs in as a monitor, a
+// read-only user, on the admin server of fixture/ (a realm with an
+// administrator, a monitor and a messaging user): it sees the connections
+// but cannot purge, publish or get.
 //
 // Run: make console-test (builds bin/sluice and bin/console-fixture
 // first), or SLUICE_BIN=path/to/sluice FIXTURE_BIN=path/to/fixture
@@ -88,7 +92,7 @@ class Stomp {
   write(command, headers, body = "") {
     const b = Buffer.from(body, "utf8");
     let head = command + "\n";
-    for (const [k, v] of Object.entries(headers)) head += k + ":" + v + "\n";
+    for (const [k, v] of Object.entries(headers)) if (v !== null) head += k + ":" + v + "\n"; // null: left out
     if (b.length > 0) head += "content-length:" + b.length + "\n";
     this.sock.write(Buffer.concat([Buffer.from(head + "\n", "utf8"), b, Buffer.from([0])]));
   }
@@ -220,6 +224,11 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
     `role = "app"`,
     `match = "*"`,
     `actions = ["*"]`,
+    // The orders queue's policy, which its Policy tab explains.
+    `[[destination]]`,
+    `match = "orders"`,
+    `kind = "queue"`,
+    `redelivery_limit = 3`,
     ``,
   ].join("\n"));
   const server = spawn(sluiceBin, ["serve", "--config", configFile], { stdio: ["ignore", "inherit", "inherit"] });
@@ -239,9 +248,9 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   });
 
   const auth = "Basic " + Buffer.from(USER + ":" + PASSWORD).toString("base64");
-  const api = async (p) => {
-    const r = await fetch(base + p, { headers: { Authorization: auth } });
-    assert.equal(r.status, 200, "GET " + p);
+  const api = async (p, method = "GET", body) => {
+    const r = await fetch(base + p, { method, headers: { Authorization: auth, "Content-Type": "application/json" }, body: body && JSON.stringify(body) });
+    assert.ok(r.status === 200 || r.status === 201, method + " " + p + ": " + r.status);
     return r.json();
   };
   await waitFor("sluice to be ready", async () => !serverExited && (await fetch(base + "/readyz")).status === 200);
@@ -285,8 +294,35 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   for (let i = 0; i < 3; i++) {
     await app.send("/topic/events", JSON.stringify({ event: "stock-low", sku: "W-" + i }), { persistent: "true", severity: "warn" });
   }
+  // A stomp.py-style message: content-length and no content-type, so a
+  // bytes body, which the console still shows as text.
+  await app.send("/queue/inbound", JSON.stringify({ sku: "W-7", qty: 2 }), { "content-type": null, persistent: "true" });
   await page.locator('tr[data-dest="/queue/orders"] td:nth-child(3)', { hasText: /^1$/ }).waitFor();
   await shot("destinations");
+
+  // Filter, sort and page the destinations: thirty more queues make two
+  // pages of 25.
+  for (let i = 0; i < 30; i++) await api("/api/destinations", "POST", { kind: "queue", name: "bulk-" + String(i).padStart(2, "0") });
+  const destRows = page.locator("#destinations-table tbody tr[data-dest]");
+  await page.locator("#dest-info", { hasText: /^1–25 of \d+/ }).waitFor();
+  assert.equal(await destRows.count(), 25, "the first page holds 25 destinations");
+  const total = Number((await page.textContent("#dest-info")).match(/of (\d+)/)[1]);
+  await page.click("#dest-next");
+  await page.locator("#dest-info", { hasText: "26–" + total + " of " + total }).waitFor();
+  assert.equal(await destRows.count(), total - 25);
+  await page.fill("#dest-filter", "ord");
+  await page.locator("#dest-info", { hasText: /^1–1 of 1 / }).waitFor();
+  assert.deepEqual(await destRows.evaluateAll((rs) => rs.map((r) => r.dataset.dest)), ["/queue/orders"]);
+  await page.fill("#dest-filter", "");
+  await page.click('#destinations-table th[data-sort="messages"]');
+  await page.locator('#destinations-table th[data-sort="messages"][aria-sort="descending"]').waitFor();
+  const depths = await destRows.evaluateAll((rs) => rs.map((r) => Number(r.children[2].textContent.replace(/,/g, ""))));
+  assert.deepEqual(depths, [...depths].sort((a, b) => b - a), "sorted by messages, most first");
+  assert.ok(depths[0] >= 1);
+  await page.click('#destinations-table th[data-sort="name"]');
+  await page.locator('#destinations-table th[data-sort="name"][aria-sort="ascending"]').waitFor();
+  await page.selectOption("#dest-size", "50");
+  await page.locator("#dest-info", { hasText: "1–" + total + " of " + total + " · page 1 of 1" }).waitFor();
 
   // Overview with live counters and throughput: traffic during several
   // polls, some of it consumed (work) and some left waiting (backlog).
@@ -302,12 +338,27 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   })();
   await page.locator("#stat-connections .v", { hasText: /^[1-9]/ }).waitFor();
   await sleep(13000);
+  // The history is the broker's: a page loaded now draws it at once.
+  await page.reload();
+  await page.locator("#rates-chart path.series").first().waitFor();
+  const points = Number(await page.getAttribute('#rates-chart path[data-series="enqueued"]', "data-points"));
+  assert.ok(points >= 2, "a fresh page shows the history the broker kept (" + points + " samples)");
+  await page.locator("#stat-enqueued-rate .v", { hasText: /^[1-9]/ }).waitFor();
   await shot("overview");
+
+  // A busy queue's page: its counters and its hour of rates and depth.
+  await page.goto(base + "/#/queue/backlog");
+  await page.locator('#dest-rates path[data-series="enqueued"]').waitFor();
+  await page.locator("#messages-table tbody tr[data-id]").first().waitFor();
+  await shot("destination");
   sending = false;
   await traffic;
 
-  // Browse the queue, then move the message to the other queue.
+  // Browse the queue, then move the message to the other queue. (The
+  // reload started the destinations table afresh, 25 a page: find orders
+  // with the filter.)
   await page.click('nav a[data-page="destinations"]');
+  await page.fill("#dest-filter", "orders");
   await page.click('tr[data-dest="/queue/orders"] a.dest-link');
   const row = page.locator("#messages-table tbody tr[data-id]");
   await row.first().waitFor();
@@ -330,14 +381,74 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   await page.goto(base + "/#/queue/archive");
   await row.first().waitFor();
   await row.first().locator("td.mono a").click();
-  await page.locator("#detail-json").waitFor();
+  await page.locator("#detail-headers").waitFor();
+  assert.match(await page.textContent('#detail-headers tr:has(th:text-is("JMSTimestamp"))'), /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC/, "the timestamp is a date");
   const detail = JSON.parse(await page.textContent("#detail-json"));
   assert.equal(detail.destination, "/queue/archive");
   assert.equal(detail.priority, 7);
   assert.equal(detail.correlationId, "cart-42");
   assert.ok(detail.properties.some((p) => p.name === "customer" && p.value === "ACME"));
-  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.evaluate(() => { window.scrollTo(0, 0); document.querySelectorAll("#toast div").forEach((d) => d.remove()); });
   await page.screenshot({ path: path.join(shotDir, "console-moved.png"), fullPage: true });
+
+  // The stomp.py-style body: text in the table and the detail, and the
+  // same bytes as hex and base64.
+  const bodyJSON = JSON.stringify({ sku: "W-7", qty: 2 });
+  await page.goto(base + "/#/queue/inbound");
+  await row.first().waitFor();
+  const preview = await row.first().locator("td.body-preview").textContent();
+  assert.match(preview, /^bytes/, "a bytes body");
+  assert.ok(preview.includes(bodyJSON) && !preview.includes("base64"), "shown as text, not base64: " + preview);
+  await row.first().locator("td.mono a").click();
+  await page.locator("#body-content").waitFor();
+  assert.equal(await page.textContent("#body-content"), bodyJSON);
+  await page.click("#body-hex");
+  assert.match(await page.textContent("#body-content"), /^00000000  7b 22 73 6b 75 22 3a 22/);
+  await page.click("#body-base64");
+  assert.equal(await page.textContent("#body-content"), Buffer.from(bodyJSON).toString("base64"));
+  await page.click("#body-text");
+  await page.locator(".message-detail").scrollIntoViewIfNeeded();
+  await shot("message");
+
+  // Publish a test message to orders from its page, find it, then get it
+  // (which consumes it).
+  await page.goto(base + "/#/queue/orders");
+  await page.click("#tab-publish");
+  await page.fill("#publish-body", "hello from the console");
+  await page.fill("#publish-correlation", "console-1");
+  await page.selectOption("#publish-priority", "6");
+  await page.click("#publish-prop-add");
+  await page.fill("#publish-props .prop-row:nth-child(1) .prop-name", "region");
+  await page.fill("#publish-props .prop-row:nth-child(1) .prop-value", "eu");
+  await page.click("#publish-prop-add");
+  await page.fill("#publish-props .prop-row:nth-child(2) .prop-name", "qty");
+  await page.selectOption("#publish-props .prop-row:nth-child(2) .prop-type", "int");
+  await page.fill("#publish-props .prop-row:nth-child(2) .prop-value", "3");
+  await page.click("#publish-submit");
+  await page.locator("#publish-result", { hasText: "Published ID:" }).waitFor();
+  await page.evaluate(() => document.getElementById("tab-publish").scrollIntoView());
+  await shot("publish");
+  assert.equal((await api("/api/destinations/queue/orders")).messages, 1, "the published message is on orders");
+  await page.click("#tab-messages");
+  await page.click("#apply");
+  await page.locator("#messages-table tbody tr[data-id]", { hasText: "hello from the console" }).waitFor();
+  const published = await row.first().textContent();
+  assert.match(published, /region=eu:string/);
+  assert.match(published, /qty=3:int/);
+  assert.match(published, /console-1/);
+  await page.click("#tab-get");
+  await page.click("#get-submit");
+  await page.locator("#get-result .message-detail", { hasText: "hello from the console" }).waitFor();
+  assert.equal((await api("/api/destinations/queue/orders")).messages, 0, "get consumed it");
+
+  // The queue's effective policy: the [[destination]] section and the
+  // connection factory.
+  await page.click("#tab-policy");
+  await page.locator("#policy-table").waitFor();
+  assert.match(await page.textContent("#policy-section"), /destination\[0\] applies \(match orders, kind queue\)/);
+  assert.match(await page.textContent('#policy-table tr[data-setting="redelivery_limit"]'), /3.*destination\[0\].*destination\[0\]\.redelivery_limit/);
+  assert.match(await page.textContent('#policy-table tr[data-setting="priority"]'), /4.*connection factory.*connection\.priority/);
+  await shot("policy");
 
   // Durable subscriptions and connections.
   await page.click('nav a[data-page="subscriptions"]');
@@ -345,9 +456,34 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   assert.match(await page.textContent("#subscriptions-table"), /inactive/);
   await shot("subscriptions");
   await page.click('nav a[data-page="connections"]');
-  await page.locator("#connections-table td", { hasText: "webtest-app" }).first().waitFor();
+  // The client ID and the user are both webtest-app.
+  const appRow = page.locator("#connections-table tr[data-conn]", { hasText: "webtest-app" });
+  await appRow.first().waitFor();
+  assert.equal(await appRow.first().locator("td.conn-user").textContent(), APP_USER);
   assert.ok((await page.locator("#connections-table th").allTextContents()).includes("User"), "the connections table has a User column");
   await shot("connections");
+
+  // The node: memory, goroutines, files, the data directory.
+  await page.click('nav a[data-page="node"]');
+  await page.locator("#node-rss .v", { hasText: /[KMG]iB$/ }).waitFor();
+  assert.match(await page.textContent("#node-goroutines .v"), /^\d+$/);
+  assert.match(await page.textContent("#node-free .v"), /[KMGT]iB$/);
+  assert.match(await page.textContent("#node-store .v"), /[KM]iB$/);
+  assert.equal(await page.textContent("#node-data-path"), path.join(tmp, "data"));
+  await shot("node");
+
+  // 800 px wide: nothing wider than the window; the tables scroll inside.
+  await page.setViewportSize({ width: 800, height: 900 });
+  for (const [hash, ready] of [["#/destinations", 'tr[data-dest="/queue/orders"]'], ["#/queue/backlog", "#dest-rates"], ["#/", "#rates-chart"], ["#/connections", "#connections-table tr[data-conn]"]]) {
+    await page.goto(base + "/" + hash);
+    await page.locator(ready).first().waitFor();
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 800, hash + " is " + width + " px wide at 800 px");
+  }
+  await page.goto(base + "/#/destinations");
+  await page.fill("#dest-filter", "");
+  await page.locator('tr[data-dest="/queue/archive"]').waitFor();
+  await shot("narrow");
 
   assert.deepEqual(problems, [], "the console ran without errors and fetched nothing from elsewhere");
 });
@@ -408,10 +544,12 @@ test("web console: a monitor sees the connections but cannot purge", { timeout: 
   await page.locator("#messages-table tbody tr[data-id]").first().waitFor();
   assert.equal(await page.locator("#messages-table tbody tr[data-id]").count(), 2);
   assert.equal(await page.locator("#messages-table input.pick").count(), 0, "a monitor gets no message checkboxes");
-  for (const id of ["#move-selected", "#delete-selected", "#delete-matching", "#import"]) {
+  for (const id of ["#move-selected", "#delete-selected", "#delete-matching", "#import", "#tab-publish", "#tab-get"]) {
     assert.equal(await page.locator(id).count(), 0, "a monitor gets no " + id);
   }
   await page.locator("#export").waitFor();
+  await page.click("#tab-policy");
+  await page.locator("#policy-section", { hasText: "No [[destination]] section applies" }).waitFor();
 
   // The purge the console would send, in the monitor's session: refused
   // with the server's reason, and the queue keeps its messages.

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/engine"
 )
 
 func TestRunLoops(t *testing.T) {
@@ -59,5 +61,18 @@ func TestRunLoops(t *testing.T) {
 				t.Fatal("Shutdown came before the writer delivered the error frame")
 			}
 		})
+	}
+}
+
+func TestEndReasonFirstWins(t *testing.T) {
+	var e EndReason
+	if r, err := e.Get(); r != engine.ClosedNetworkError || err != nil {
+		t.Fatalf("unset: %v %v, want network error", r, err)
+	}
+	timeout := errors.New("nothing received for 21s")
+	e.Set(engine.ClosedHeartbeatTimeout, timeout)
+	e.Set(engine.ClosedError, errors.New("the ERROR frame"))
+	if r, err := e.Get(); r != engine.ClosedHeartbeatTimeout || err != timeout {
+		t.Fatalf("got %v %v, want the heart-beat timeout", r, err)
 	}
 }
