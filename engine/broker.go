@@ -357,6 +357,13 @@ func (b *Broker) CreateDestination(ctx context.Context, dest message.Destination
 	return created, err
 }
 
+// ValidateDestinationName reports whether name can name a queue or topic:
+// not empty, at most 255 bytes, no control characters. Creating a
+// destination (by a client, an administrator or the configuration) checks
+// it; configuration checks call it to refuse a name before the broker
+// starts.
+func ValidateDestinationName(name string) error { return validateDestName(name) }
+
 func validateDestName(name string) error {
 	if name == "" {
 		return errorf(CodeInvalidDestination, "destination name is empty")

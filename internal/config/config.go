@@ -104,8 +104,8 @@ func (c *Config) EngineDestinations() ([]engine.ConfiguredDestination, error) {
 		default:
 			return nil, fmt.Errorf("configured_destination[%d]: kind %q: want queue or topic", i, d.Kind)
 		}
-		if d.Name == "" {
-			return nil, fmt.Errorf("configured_destination[%d]: name is empty", i)
+		if err := engine.ValidateDestinationName(d.Name); err != nil {
+			return nil, fmt.Errorf("configured_destination[%d]: %w", i, err)
 		}
 		dest := message.Destination{Kind: kind, Name: d.Name}
 		if seen[dest] {
