@@ -670,3 +670,85 @@ actions = ["sned"]
 		t.Errorf("Validate() = %v, want it to say %q", err, want)
 	}
 }
+
+// TestValidateReportsEveryProblemOfASection: a section with several
+// mistakes has each of them reported, each once and naming its section and
+// key, not only the first.
+func TestValidateReportsEveryProblemOfASection(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   []string
+	}{
+		{"destination", func(c *Config) {
+			c.Destinations = []Destination{{Match: "ok"}, {
+				Match:                 "orders.*",
+				Kind:                  "quue",
+				DeliveryModeOverride:  "sometimes",
+				PriorityOverride:      ptr(12),
+				TimeToLiveOverride:    dur(-time.Second),
+				TimeToDeliverOverride: "0 0 0,30 * * *",
+				RedeliveryLimit:       ptr(int32(-5)),
+				ErrorDestination:      "/exchange/x",
+				ExpirationPolicy:      "keep",
+				MaxMessages:           -1,
+			}}
+		}, []string{
+			`destination[1] (match "orders.*"): kind "quue": want queue or topic`,
+			`destination[1] (match "orders.*"): delivery_mode_override: "sometimes"`,
+			`destination[1] (match "orders.*"): priority_override 12: want 0-9`,
+			`destination[1] (match "orders.*"): time_to_live_override -1s: must not be negative`,
+			`destination[1] (match "orders.*"): time_to_deliver_override: schedule:1:15: dayOfWeek field missing`,
+			`destination[1] (match "orders.*"): redelivery_limit -5`,
+			`destination[1] (match "orders.*"): error_destination`,
+			`destination[1] (match "orders.*"): expiration_policy "keep"`,
+			`destination[1] (match "orders.*"): max_messages and max_bytes must not be negative`,
+		}},
+		{"redirect with a bad error destination says only what is wrong", func(c *Config) {
+			c.Destinations = []Destination{{Match: "", ExpirationPolicy: "redirect", ErrorDestination: "/exchange/x"}}
+		}, []string{`destination[0] (match ""): match is empty`, `destination[0] (match ""): error_destination`}},
+		{"connection", func(c *Config) {
+			c.Connection.ClientIDPolicy = "loose"
+			c.Connection.SharingPolicy = "greedy"
+			c.Connection.RedeliveryDelay = -1
+			c.Connection.RedeliveryLimit = -2
+			c.Connection.DeliveryMode = "maybe"
+			c.Connection.Priority = 10
+		}, []string{
+			`connection.client_id_policy "loose"`,
+			`connection.sharing_policy "greedy"`,
+			`connection.redelivery_delay -1ns: must not be negative`,
+			`connection.redelivery_limit -2`,
+			`connection.delivery_mode: "maybe"`,
+			`connection.priority 10: want 0-9`,
+		}},
+		{"configured destinations", func(c *Config) {
+			c.ConfiguredDestinations = []ConfiguredDestination{
+				{Kind: "queue", Name: "a"}, {Kind: "box", Name: "b"}, {Kind: "queue", Name: ""}, {Kind: "queue", Name: "a"},
+			}
+		}, []string{
+			`configured_destination[1]: kind "box"`,
+			`configured_destination[2]: destination name is empty`,
+			`configured_destination[3]: /queue/a is configured twice`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			tt.modify(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("Validate() reported %d problems, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
