@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,8 +223,15 @@ func Load(file string) (Config, error) {
 	if file == "" {
 		return cfg, nil
 	}
-	md, err := toml.DecodeFile(file, &cfg)
+	src, err := os.ReadFile(file)
 	if err != nil {
+		return cfg, fmt.Errorf("read config %s: %w", file, err)
+	}
+	md, err := toml.Decode(string(src), &cfg)
+	if err != nil {
+		if hint := quoteHint(src, err); hint != "" {
+			return cfg, fmt.Errorf("read config %s:%s", file, hint)
+		}
 		return cfg, fmt.Errorf("read config %s: %w", file, err)
 	}
 	if undec := md.Undecoded(); len(undec) > 0 {
@@ -235,6 +243,56 @@ func Load(file string) (Config, error) {
 	}
 	cfg.file = file
 	return cfg, nil
+}
+
+// incompatible matches the decoder's error for a value of the wrong TOML
+// type (BurntSushi/toml v1.6.0 reports it as a plain error, not a
+// toml.ParseError, so its text is all there is): the line, the dotted key,
+// the TOML type and the Go type.
+var incompatible = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]+)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// quoteHint explains a number, boolean or date given where the file needs
+// a string: "3: destination.time_to_deliver_override: quote it: \"5000\""
+// (the line, the key, the value quoted as it should be written). It
+// returns "" for any other error.
+func quoteHint(src []byte, err error) string {
+	m := incompatible.FindStringSubmatch(err.Error())
+	if m == nil || m[4] != "string" {
+		return ""
+	}
+	line, key, tomlType := m[1], m[2], m[3]
+	where := " "
+	if line != "" {
+		where = line + ": "
+	}
+	if strings.HasPrefix(tomlType, "[]") || strings.HasPrefix(tomlType, "map[") {
+		return fmt.Sprintf("%s%s: want a string, not an array or table", where, key)
+	}
+	leaf := key[strings.LastIndex(key, ".")+1:]
+	if n, err := strconv.Atoi(line); err == nil {
+		if value := valueOnLine(src, n, leaf); value != "" {
+			return fmt.Sprintf("%s%s: quote it: %q", where, key, value)
+		}
+	}
+	return fmt.Sprintf("%s%s: want a string: quote the value", where, key)
+}
+
+// valueOnLine returns the text of key's value on line n (1-based) of src,
+// or "" when the line does not hold it.
+func valueOnLine(src []byte, n int, key string) string {
+	lines := strings.SplitN(string(src), "\n", n+1)
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	re, err := regexp.Compile(`(?:^|[\s{,."'])` + regexp.QuoteMeta(key) + `["']?\s*=\s*([^,}#\]]*)`)
+	if err != nil {
+		return ""
+	}
+	m := re.FindStringSubmatch(lines[n-1])
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
 }
 
 // ApplyEnv overrides settings from SLUICE_* environment variables

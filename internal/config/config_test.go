@@ -571,8 +571,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"unknown keys:", "colour", "connection.prefetch_size"}},
 		{"bad duration", "expiry_scan_interval = \"soon\"\n", []string{"expiry_scan_interval", `duration "soon"`}},
 		{"duration as a number", "[connection]\nredelivery_delay = 5\n", []string{"redelivery_delay"}},
-		{"time to deliver override as a number", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000\n",
-			[]string{"time_to_deliver_override"}},
+		{"time to deliver override as a number", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000 # ms\n",
+			[]string{`:3: destination.time_to_deliver_override: quote it: "5000"`}},
 		{"wrong type", "auto_create = \"yes\"\n", []string{"auto_create"}},
 		{"syntax", "data = \n", []string{"read config"}},
 	}
@@ -748,6 +748,38 @@ func TestValidateReportsEveryProblemOfASection(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("Validate() = %q\nwant it to contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestLoadQuoteHint: a number, boolean or date where the file needs a
+// string is reported with its line and key and the value written as it
+// should be.
+func TestLoadQuoteHint(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"integer", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000\n",
+			`:3: destination.time_to_deliver_override: quote it: "5000"`},
+		{"integer with a comment", "[[destination]]\nmatch = \"a\"\n\ntime_to_deliver_override = 5000   # five seconds\n",
+			`:4: destination.time_to_deliver_override: quote it: "5000"`},
+		{"boolean", "log_level = true\n", `:1: log_level: quote it: "true"`},
+		{"float", "[connection]\nclient_id_policy = 1.5\n", `:2: connection.client_id_policy: quote it: "1.5"`},
+		{"inline table", "listeners = { stomp = \"127.0.0.1:0\", amqp = 5672 }\n", `:1: listeners.amqp: quote it: "5672"`},
+		{"date", "[[destination]]\nmatch = \"a\"\nerror_destination = 2026-03-08\n",
+			`:3: destination.error_destination: quote it: "2026-03-08"`},
+		{"array", "data = [\"a\", \"b\"]\n", `:1: data: want a string, not an array or table`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, tt.text)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			if want := "read config " + file + tt.want; err.Error() != want {
+				t.Errorf("Load = %q\nwant     %q", err, want)
 			}
 		})
 	}
