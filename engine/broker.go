@@ -849,10 +849,10 @@ func (b *Broker) allQueues() []*queue {
 	return qs
 }
 
-// DeleteDestination deletes a queue or topic at run time, as the seed's
-// "What Happens when a Destination is Deleted" describes: its durable
-// subscriptions and messages go; its consumers and browsers close with
-// "Destination was deleted"; sends waiting for quota fail.
+// DeleteDestination deletes a queue or topic at run time, as WebLogic JMS
+// "Managing Your Applications", "What Happens when a Destination is Deleted"
+// describes: its durable subscriptions and messages go; its consumers and
+// browsers close with "Destination was deleted"; sends waiting for quota fail.
 func (b *Broker) DeleteDestination(ctx context.Context, dest message.Destination) error {
 	return b.deleteDestination(ctx, dest, false)
 }

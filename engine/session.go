@@ -73,8 +73,9 @@ type Session struct {
 // Mode returns the session's acknowledgement mode.
 func (s *Session) Mode() AckMode { return s.mode }
 
-// SetRedeliveryDelay changes the delay applied to messages this session
-// rolls back or recovers from now on (seed: "Setting a Redelivery Delay").
+// SetRedeliveryDelay changes the delay applied to messages this session rolls
+// back or recovers from now on (WebLogic JMS "Managing Your Applications",
+// "Setting a Redelivery Delay").
 func (s *Session) SetRedeliveryDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // RedeliveryDelay returns the session's redelivery delay.
@@ -365,8 +366,9 @@ func (s *Session) AcknowledgeIn(tx *Txn, tag uint64) error {
 }
 
 // Close closes the session: its consumers and browsers close, an open
-// transaction rolls back, and unacknowledged messages go back to their
-// queues without counting as failed deliveries (seed: "Closing a Session").
+// transaction rolls back, and unacknowledged messages go back to their queues
+// without counting as failed deliveries (WebLogic JMS "Managing Your
+// Applications", "Closing a Session").
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -492,8 +494,8 @@ func (s *Session) CreateConsumer(dest message.Destination, opts ConsumerOptions)
 
 // Unsubscribe deletes the durable subscription name of this connection's
 // client ID. It fails while a consumer is active on it or while one of its
-// messages is unacknowledged or in a transaction (seed: "Deleting Durable
-// Subscriptions").
+// messages is unacknowledged or in a transaction (WebLogic JMS "Managing Your
+// Applications", "Deleting Durable Subscriptions").
 func (s *Session) Unsubscribe(ctx context.Context, name string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
