@@ -18,7 +18,7 @@
 //     then reported "not expressible", never skipped silently.
 //
 //   - Scenarios (s_*.go) are data — an ID, the JMS outcome expected, the
-//     seed section or specification rule checked, the broker configuration
+//     section of WebLogic JMS "Managing Your Applications" or specification rule checked, the broker configuration
 //     and features needed — plus a short Run function of steps on a T.
 //
 //   - Needs and profiles (need.go, profile.go): a scenario that needs broker

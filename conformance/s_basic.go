@@ -10,7 +10,7 @@ func init() {
 		&Scenario{
 			ID:     "basic/queue-headers",
 			Title:  "a queue message keeps its header fields and properties",
-			Checks: "JMS 2.0 §3.4 (header fields), §3.5 (properties); seed: Setting and Browsing Message Header and Property Fields",
+			Checks: "JMS 2.0 §3.4 (header fields), §3.5 (properties); WebLogic JMS \"Managing Your Applications\": Setting and Browsing Message Header and Property Fields",
 			Expect: "the consumer gets body, JMSCorrelationID, JMSType, JMSReplyTo, JMSPriority, JMSDeliveryMode and the property as sent; JMSMessageID and JMSTimestamp are set by the broker; JMSRedelivered is false",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -143,7 +143,7 @@ func init() {
 		&Scenario{
 			ID:     "basic/client-id-restricted",
 			Title:  "a client ID in use by one connection is refused to another",
-			Checks: "seed: Setting the Client ID Policy (RESTRICTED, the default); Defining the Client ID (InvalidClientIDException)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting the Client ID Policy (RESTRICTED, the default); Defining the Client ID (InvalidClientIDException)",
 			Expect: "the second connection with the same client ID is refused; after the first closes, the ID can be used again",
 			Run: func(t *T) {
 				id := t.Name("cid")

@@ -38,7 +38,7 @@ func init() {
 			ID:     "cross/typed-properties",
 			Mode:   Cross,
 			Title:  "typed properties keep their types where both protocols carry types, and arrive as strings over STOMP",
-			Checks: "CONVENTIONS.md, Across protocols (\"a typed property read over STOMP arrives as its string form\"); seed: Table 6-5 Message Property Conversion Chart",
+			Checks: "CONVENTIONS.md, Across protocols (\"a typed property read over STOMP arrives as its string form\"); WebLogic JMS \"Managing Your Applications\": Table 6-5 Message Property Conversion Chart",
 			Expect: "sent over AMQP as int, long, double, boolean: read over STOMP as \"42\", \"5000000000\", \"2.5\", \"true\"; sent over STOMP (strings): read over AMQP as strings",
 			Run: func(t *T) {
 				q := t.Queue()
@@ -105,7 +105,7 @@ func init() {
 			ID:     "cross/durable-subscription",
 			Mode:   Cross,
 			Title:  "a durable subscription made over one protocol is resumed over the other",
-			Checks: "seed: Setting Up Durable Subscriptions (client ID + subscription name identify it); CONVENTIONS.md (STOMP client-id + subscription name; AMQP container-id + link name)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Up Durable Subscriptions (client ID + subscription name identify it); CONVENTIONS.md (STOMP client-id + subscription name; AMQP container-id + link name)",
 			Expect: "a message published while away is delivered to the same client ID and subscription name connecting over the other protocol",
 			Run: func(t *T) {
 				id, name, tp := t.Name("cid"), t.Name("sub"), t.Topic()
@@ -172,7 +172,7 @@ func init() {
 			ID:     "cross/request-reply",
 			Mode:   Cross,
 			Title:  "a reply over the other protocol reaches a temporary queue",
-			Checks: "seed: Using Temporary Destinations (JMSReplyTo); CONVENTIONS.md (/temp-queue/, dynamic terminus with temporary-queue)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Using Temporary Destinations (JMSReplyTo); CONVENTIONS.md (/temp-queue/, dynamic terminus with temporary-queue)",
 			Expect: "the responder on the other protocol reads JMSReplyTo and its reply arrives on the requester's temporary queue",
 			Run: func(t *T) {
 				requestReply(t, t.P, t.Q)
@@ -199,7 +199,7 @@ func init() {
 			ID:     "cross/browse",
 			Mode:   Cross,
 			Title:  "a browser over one protocol sees messages sent over the other",
-			Checks: "seed: Browsing Header and Property Fields",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Browsing Header and Property Fields",
 			Expect: "the browser sees both messages with their properties, and they stay on the queue",
 			Run: func(t *T) {
 				q := t.Queue()

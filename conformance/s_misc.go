@@ -12,7 +12,7 @@ func init() {
 		&Scenario{
 			ID:     "browse/does-not-consume",
 			Title:  "browsing a queue shows its messages in order without consuming them",
-			Checks: "seed: Browsing Header and Property Fields (QueueBrowser); JMS 2.0, QueueBrowser",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Browsing Header and Property Fields (QueueBrowser); JMS 2.0, QueueBrowser",
 			Expect: "the browser sees a, b, c with their properties; a consumer then still receives all three",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -29,7 +29,7 @@ func init() {
 		&Scenario{
 			ID:     "browse/selector",
 			Title:  "a browser with a selector sees only the matching messages",
-			Checks: "seed: Browsing Header and Property Fields (createBrowser(queue, messageSelector))",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Browsing Header and Property Fields (createBrowser(queue, messageSelector))",
 			Expect: "browsing with \"color = 'red'\" shows the two red messages only",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -44,7 +44,7 @@ func init() {
 		&Scenario{
 			ID:     "browse/empty-queue",
 			Title:  "browsing an empty queue ends at once with nothing",
-			Checks: "seed: Browsing Header and Property Fields (\"There are no messages on this queue\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Browsing Header and Property Fields (\"There are no messages on this queue\")",
 			Expect: "the browse returns no message",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -57,7 +57,7 @@ func init() {
 		&Scenario{
 			ID:     "browse/topic-refused",
 			Title:  "a topic cannot be browsed",
-			Checks: "seed: Browsing Header and Property Fields (\"Only queue message header and property fields can be browsed\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Browsing Header and Property Fields (\"Only queue message header and property fields can be browsed\")",
 			Expect: "browsing a topic is refused",
 			Run: func(t *T) {
 				_, err := t.TryBrowse(t.Dial(), t.Topic(), "")
@@ -137,7 +137,7 @@ func init() {
 		&Scenario{
 			ID:     "transaction/consume-and-produce",
 			Title:  "a transaction that consumes from one queue and sends to another is atomic",
-			Checks: "JMS 2.0 transacted sessions (a transaction groups sends and receives); seed: Setting Message Delivery Times (receive and send in one transaction for exactly-once)",
+			Checks: "JMS 2.0 transacted sessions (a transaction groups sends and receives); WebLogic JMS \"Managing Your Applications\": Setting Message Delivery Times (receive and send in one transaction for exactly-once)",
 			Expect: "rolled back: the input is redelivered and the output never appears; committed: the input is consumed and the output delivered",
 			Run: func(t *T) {
 				c := t.DialTransacted()
@@ -163,7 +163,7 @@ func init() {
 		&Scenario{
 			ID:     "quota/max-messages",
 			Title:  "a send over a destination's message quota fails; one within it succeeds",
-			Checks: "JMS 2.0, ResourceAllocationException; seed: What Happens when a Destination is Deleted (sends waiting for quota); WebLogic destination quotas (Messages Maximum)",
+			Checks: "JMS 2.0, ResourceAllocationException; WebLogic JMS \"Managing Your Applications\": What Happens when a Destination is Deleted (sends waiting for quota); WebLogic destination quotas (Messages Maximum)",
 			Expect: "with a quota of 3, the fourth send is refused; after one message is consumed, a send succeeds again",
 			Needs:  []Need{NeedQuota},
 			Run: func(t *T) {
@@ -181,7 +181,7 @@ func init() {
 		&Scenario{
 			ID:     "quota/blocking-send",
 			Title:  "a send over quota waits for room, up to the blocking send timeout",
-			Checks: "WebLogic blocking sends (BlockingSendTimeout); seed: What Happens when a Destination is Deleted (blocking send operations)",
+			Checks: "WebLogic blocking sends (BlockingSendTimeout); WebLogic JMS \"Managing Your Applications\": What Happens when a Destination is Deleted (blocking send operations)",
 			Expect: "with a quota of 1, a second send waits until a consumer takes the first message, then succeeds",
 			Needs:  []Need{NeedQuotaBlocking},
 			Run: func(t *T) {
@@ -212,7 +212,7 @@ func init() {
 		&Scenario{
 			ID:     "destination/delete",
 			Title:  "deleting a destination removes its messages and closes its consumers",
-			Checks: "seed: Dynamically Deleting Destinations, What Happens when a Destination is Deleted",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Dynamically Deleting Destinations, What Happens when a Destination is Deleted",
 			Expect: "after deleting a queue through the admin API, its consumer is closed and its messages are gone (a queue of the same name starts empty)",
 			Needs:  []Need{NeedAdminDelete},
 			Run: func(t *T) {
@@ -258,7 +258,7 @@ func init() {
 		&Scenario{
 			ID:     "restart/durable-subscription-survives",
 			Title:  "a durable subscription and its persistent messages survive a broker restart",
-			Checks: "JMS 2.0, durable subscriptions; seed: Defining the Persistent Store",
+			Checks: "JMS 2.0, durable subscriptions; WebLogic JMS \"Managing Your Applications\": Defining the Persistent Store",
 			Expect: "a message published while the subscriber was away is delivered after a restart",
 			Needs:  []Need{NeedRestart},
 			Run: func(t *T) {
@@ -273,7 +273,7 @@ func init() {
 		&Scenario{
 			ID:     "restart/redelivered-flag",
 			Title:  "a message delivered but not acknowledged before a restart comes back marked redelivered",
-			Checks: "JMS 2.0 §3.4.7 (JMSRedelivered), JMSXDeliveryCount; seed: Ordered Redelivery (messages pending recovery)",
+			Checks: "JMS 2.0 §3.4.7 (JMSRedelivered), JMSXDeliveryCount; WebLogic JMS \"Managing Your Applications\": Ordered Redelivery of Messages (messages pending recovery)",
 			Expect: "after a restart, the message is delivered with JMSRedelivered true",
 			Needs:  []Need{NeedRestart},
 			Run: func(t *T) {
@@ -290,7 +290,7 @@ func init() {
 		&Scenario{
 			ID:     "restart/delayed-survives",
 			Title:  "a delayed message keeps its delivery time across a restart",
-			Checks: "seed: Setting Message Delivery Times (deferred for long stretches, e.g. hours later for batch processing)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Message Delivery Times (deferred for long stretches, e.g. hours later for batch processing)",
 			Expect: "a message sent with a 2.5s delay is delivered after a restart, not before its time",
 			Needs:  []Need{NeedRestart, NeedDeliveryDelay},
 			Run: func(t *T) {
@@ -306,7 +306,7 @@ func init() {
 		&Scenario{
 			ID:     "restart/delivery-mode-override",
 			Title:  "a destination's non-persistent override makes messages non-persistent",
-			Checks: "seed: Setting Message Header Fields (destination overrides); WebLogic DeliveryModeOverride",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Message Header Fields (destination overrides); WebLogic DeliveryModeOverride",
 			Expect: "a message sent as persistent is delivered as non-persistent, and one left on the queue is gone after a restart",
 			Needs:  []Need{NeedRestart, NeedDeliveryModeOverride},
 			Run: func(t *T) {

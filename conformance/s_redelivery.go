@@ -31,7 +31,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/recover",
 			Title:  "recover redelivers every unacknowledged message, in order, marked redelivered",
-			Checks: "JMS 2.0, Session.recover; seed: Ordered Redelivery of Messages",
+			Checks: "JMS 2.0, Session.recover; WebLogic JMS \"Managing Your Applications\": Ordered Redelivery of Messages",
 			Expect: "three messages received and not acknowledged come again after recover, in the original order, with JMSRedelivered true",
 			Needs:  []Need{NeedNackRedelivery},
 			Run: func(t *T) {
@@ -69,7 +69,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/unacknowledged-no-delay",
 			Title:  "a message left unacknowledged gets no redelivery delay",
-			Checks: "seed: Setting a Redelivery Delay for Messages (\"Messages that are left unacknowledged or uncommitted by a client … are not assigned a redelivery delay\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Delay for Messages (\"Messages that are left unacknowledged or uncommitted by a client … are not assigned a redelivery delay\")",
 			Expect: "on a destination whose redelivery delay is 1s, a message whose consumer closed without acknowledging is redelivered well within the second",
 			Needs:  []Need{NeedRedeliveryDelayOverride},
 			Run: func(t *T) {
@@ -88,7 +88,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/delay-override",
 			Title:  "a destination's redelivery delay holds a failed message back while later ones are delivered",
-			Checks: "seed: Overriding the Redelivery Delay on a Destination; Ordered Redelivery (redelivery delay: other messages can be delivered first)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Overriding the Redelivery Delay on a Destination; Ordered Redelivery (redelivery delay: other messages can be delivered first)",
 			Expect: "a message NACKed on a destination whose redelivery delay is 1s comes back no sooner than 1s later; a message sent meanwhile is delivered first",
 			Needs:  []Need{NeedRedeliveryDelayOverride, NeedNackRedelivery},
 			Run: func(t *T) {
@@ -109,7 +109,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/session-delay",
 			Title:  "a session's redelivery delay applies to the messages it NACKs",
-			Checks: "seed: Setting a Redelivery Delay (WLSession.setRedeliveryDelay)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Delay (WLSession.setRedeliveryDelay)",
 			Expect: "with a session redelivery delay of 800ms, a NACKed message comes back no sooner than 800ms later",
 			Needs:  []Need{NeedSessionRedeliveryDelay, NeedNackRedelivery},
 			Run: func(t *T) {
@@ -127,7 +127,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/limit-to-error-destination",
 			Title:  "a message over the destination's redelivery limit goes to the error destination",
-			Checks: "seed: Setting a Redelivery Limit for Messages, Configuring a Message Redelivery Limit On a Destination, Configuring an Error Destination for Undelivered Messages",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Limit for Messages, Configuring a Message Redelivery Limit On a Destination, Configuring an Error Destination for Undelivered Messages",
 			Expect: "with redelivery limit 2, the message is delivered 3 times (counts 1, 2, 3), then arrives on the error destination with its body and properties; the queue has nothing more",
 			Needs:  []Need{NeedRedeliveryLimit, NeedNackRedelivery},
 			Run: func(t *T) {
@@ -152,7 +152,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/limit-without-error-destination",
 			Title:  "a message over its redelivery limit is deleted when there is no error destination",
-			Checks: "seed: Setting a Redelivery Limit for Messages (\"If the redelivery limit is configured, but no error destination is configured, then persistent or non-persistent messages are simply deleted\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Limit for Messages (\"If the redelivery limit is configured, but no error destination is configured, then persistent or non-persistent messages are simply deleted\")",
 			Expect: "with redelivery limit 1, the message is delivered twice, then never again",
 			Needs:  []Need{NeedRedeliveryLimitNoErrorDest, NeedNackRedelivery},
 			Run: func(t *T) {
@@ -170,7 +170,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/message-redelivery-limit",
 			Title:  "a producer's JMSRedeliveryLimit applies when the destination sets none",
-			Checks: "seed: Setting a Redelivery Limit for Messages (set dynamically on the producer), Table 6-3 (JMSRedeliveryLimit)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Limit for Messages (set dynamically on the producer), Table 6-3 JMS Header Field Methods (JMSRedeliveryLimit)",
 			Expect: "a message sent with redelivery limit 1 is delivered twice, then arrives on the error destination",
 			Needs:  []Need{NeedMessageRedeliveryLimit, NeedErrorDestination, NeedNackRedelivery},
 			Run: func(t *T) {
@@ -188,7 +188,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/reject-to-error-destination",
 			Title:  "a rejected message goes to the error destination at once",
-			Checks: "CONVENTIONS.md (STOMP NACK requeue:false, AMQP rejected: undeliverable now); seed: Configuring an Error Destination for Undelivered Messages",
+			Checks: "CONVENTIONS.md (STOMP NACK requeue:false, AMQP rejected: undeliverable now); WebLogic JMS \"Managing Your Applications\": Configuring an Error Destination for Undelivered Messages",
 			Expect: "a message rejected on its first delivery is not redelivered and arrives on the error destination",
 			Needs:  []Need{NeedErrorDestination},
 			Run: func(t *T) {
@@ -221,7 +221,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/ordered",
 			Title:  "with a pipeline of one, a failed message is redelivered before the messages behind it",
-			Checks: "seed: Ordered Redelivery of Messages (single consumer, pipeline size 1)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Ordered Redelivery of Messages (single consumer, pipeline size 1)",
 			Expect: "of a, b, c with a NACKed once: received a, a (redelivered), b, c",
 			Needs:  []Need{NeedNackRedelivery},
 			Run: func(t *T) {
@@ -238,7 +238,7 @@ func init() {
 		&Scenario{
 			ID:     "redelivery/rollback-delay",
 			Title:  "a transaction rollback applies the destination's redelivery delay",
-			Checks: "seed: Setting a Redelivery Delay for Messages (\"When a message is rolled back or recovered, the redelivery delay is the amount of time a message is put aside\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Redelivery Delay for Messages (\"When a message is rolled back or recovered, the redelivery delay is the amount of time a message is put aside\")",
 			Expect: "a message acknowledged in a transaction that rolls back comes again no sooner than the 1s delay, marked redelivered",
 			Needs:  []Need{NeedRedeliveryDelayOverride},
 			Run: func(t *T) {

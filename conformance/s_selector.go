@@ -75,7 +75,7 @@ var selectorTable = []selRow{
 	{"string-vs-number-unknown", "qty > 5", false, nil, "qty is the string '7': comparing a string with a number is unknown"},
 	{"keywords-case-insensitive", "color in ('red') and NAME is null", false, []string{"s1", "s5"}, "keywords are case-insensitive, identifiers are not (NAME is not name)"},
 	// Header fields.
-	{"priority-seed-example", "JMSPriority >= 6", false, []string{"s1", "s5"}, "the seed's example"},
+	{"priority-seed-example", "JMSPriority >= 6", false, []string{"s1", "s5"}, "WebLogic's example (Defining Message Selectors Using SQL Statements)"},
 	{"priority-between", "JMSPriority BETWEEN 2 AND 5", false, []string{"s2", "s3", "s4"}, ""},
 	{"jmstype", "JMSType = 'invoice'", false, []string{"s3", "s4"}, ""},
 	{"correlation-id", "JMSCorrelationID = 'c-2'", false, []string{"s2"}, ""},
@@ -130,7 +130,7 @@ func init() {
 		&Scenario{
 			ID:     "selector/topic-subscriber",
 			Title:  "a topic subscriber's selector filters what it receives",
-			Checks: "JMS 2.0 §3.8.1; seed: Filtering Messages (TopicSession.createSubscriber with a selector)",
+			Checks: "JMS 2.0 §3.8.1; WebLogic JMS \"Managing Your Applications\": Filtering Messages (TopicSession.createSubscriber with a selector)",
 			Expect: "a subscriber with \"region = 'emea'\" gets only the emea message; one without a selector gets both",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -147,7 +147,7 @@ func init() {
 		&Scenario{
 			ID:     "selector/xpath",
 			Title:  "JMS_BEA_SELECT selects XML messages by an XPath expression",
-			Checks: "seed: Defining XML Message Selectors Using XML Selector Method",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Defining XML Message Selectors Using XML Selector Method",
 			Expect: "JMS_BEA_SELECT('xpath', '/order/@region') = 'emea' selects the emea order only; a malformed document matches nothing",
 			Needs:  []Need{NeedXPathSelector},
 			Run: func(t *T) {
@@ -180,7 +180,7 @@ func selectorScenario(row selRow) *Scenario {
 	return &Scenario{
 		ID:     "selector/" + row.id,
 		Title:  "selector " + row.sel,
-		Checks: "JMS 2.0 §3.8.1 (message selector syntax and semantics); seed: Filtering Messages",
+		Checks: "JMS 2.0 §3.8.1 (message selector syntax and semantics); WebLogic JMS \"Managing Your Applications\": Filtering Messages",
 		Expect: expect,
 		Run: func(t *T) {
 			c := t.Dial()

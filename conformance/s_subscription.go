@@ -12,7 +12,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/keeps-messages-while-away",
 			Title:  "a durable subscription keeps the messages published while its subscriber is away",
-			Checks: "JMS 2.0, durable subscriptions; seed: Setting Up Durable Subscriptions, Creating Subscribers for a Durable Subscription",
+			Checks: "JMS 2.0, durable subscriptions; WebLogic JMS \"Managing Your Applications\": Setting Up Durable Subscriptions, Creating Subscribers for a Durable Subscription",
 			Expect: "after the subscriber's connection closes, a message published meanwhile is delivered when a connection with the same client ID subscribes again",
 			Run: func(t *T) {
 				id, name, tp := t.Name("cid"), t.Name("sub"), t.Topic()
@@ -30,7 +30,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/needs-client-id",
 			Title:  "an unshared durable subscription needs a client ID",
-			Checks: "seed: Defining the Client ID (\"To support durable subscriptions, a client ID must be defined for the connection\"); JMS 2.0, durable subscriptions",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Defining the Client ID (\"To support durable subscriptions, a client ID must be defined for the connection\"); JMS 2.0, durable subscriptions",
 			Expect: "a durable subscription on a connection without a client ID is refused",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -41,7 +41,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/exclusive",
 			Title:  "an unshared durable subscription has at most one active subscriber",
-			Checks: "seed: Creating a Sharable Subscription Policy (Exclusive, the default); JMS 2.0, durable subscriptions",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Creating a Sharable Subscription Policy (Exclusive, the default); JMS 2.0, durable subscriptions",
 			Expect: "a second subscriber to an active unshared durable subscription is refused",
 			Run: func(t *T) {
 				id, name, tp := t.Name("cid"), t.Name("sub"), t.Topic()
@@ -54,7 +54,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/unsubscribe",
 			Title:  "unsubscribing deletes a durable subscription and its messages",
-			Checks: "seed: Deleting Durable Subscriptions; JMS 2.0, Session.unsubscribe",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Deleting Durable Subscriptions; JMS 2.0, Session.unsubscribe",
 			Expect: "a message waiting on the subscription is gone after unsubscribe; a new subscription of the same name starts empty",
 			Run: func(t *T) {
 				id, name, tp := t.Name("cid"), t.Name("sub"), t.Topic()
@@ -71,7 +71,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/change-selector",
 			Title:  "subscribing again with a different selector replaces the durable subscription",
-			Checks: "seed: Modifying Durable Subscriptions (recreated with a different message selector; the old one is deleted implicitly)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Modifying Durable Subscriptions (recreated with a different message selector; the old one is deleted implicitly)",
 			Expect: "a message kept for the old selector is gone; the new selector applies from then on",
 			Run: func(t *T) {
 				id, name, tp := t.Name("cid"), t.Name("sub"), t.Topic()
@@ -90,7 +90,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/no-local",
 			Title:  "a durable subscriber with noLocal does not get its own connection's messages",
-			Checks: "seed: Creating Subscribers for a Durable Subscription (the noLocal flag); JMS 2.0, durable subscriptions",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Creating Subscribers for a Durable Subscription (the noLocal flag); JMS 2.0, durable subscriptions",
 			Expect: "of a message published on the subscriber's connection and one from another connection, only the second arrives",
 			Run: func(t *T) {
 				id, tp := t.Name("cid"), t.Topic()
@@ -105,7 +105,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/temporary-topic-refused",
 			Title:  "a durable subscription on a temporary topic is refused",
-			Checks: "seed: Defining the Client ID, note (\"Durable subscriptions should not be created for a temporary topic\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Defining the Client ID, note (\"Durable subscriptions should not be created for a temporary topic\")",
 			Expect: "subscribing durably to the connection's temporary topic is refused",
 			Run: func(t *T) {
 				c := t.Dial(t.Name("cid"))
@@ -117,7 +117,7 @@ func init() {
 		&Scenario{
 			ID:     "durable/name-rules",
 			Title:  "a durable subscription name with a forbidden character is refused",
-			Checks: "seed: Creating Subscribers for a Durable Subscription, note (names cannot include , = : * % ?)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Creating Subscribers for a Durable Subscription, note (names cannot include , = : * % ?)",
 			Expect: "each of the names a,b  a=b  a:b  a*b  a%b  a?b is refused",
 			Run: func(t *T) {
 				tp := t.Topic()
@@ -134,7 +134,7 @@ func init() {
 		&Scenario{
 			ID:     "nolocal/topic",
 			Title:  "a noLocal topic subscriber does not get messages published on its own connection",
-			Checks: "JMS 2.0, noLocal; seed: Creating Subscribers for a Durable Subscription (the noLocal flag)",
+			Checks: "JMS 2.0, noLocal; WebLogic JMS \"Managing Your Applications\": Creating Subscribers for a Durable Subscription (the noLocal flag)",
 			Expect: "only the message from the other connection arrives",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -151,7 +151,7 @@ func init() {
 		&Scenario{
 			ID:     "shared/durable",
 			Title:  "consumers of a shared durable subscription split its messages, which outlive them",
-			Checks: "JMS 2.0, shared durable subscriptions (createSharedDurableConsumer); seed: Creating a Sharable Subscription Policy",
+			Checks: "JMS 2.0, shared durable subscriptions (createSharedDurableConsumer); WebLogic JMS \"Managing Your Applications\": Creating a Sharable Subscription Policy",
 			Expect: "two consumers on different connections together receive each of six messages once; after both close, a message published meanwhile waits for the next consumer",
 			Needs:  []Need{NeedSharedSubscriptions},
 			Run: func(t *T) {
@@ -171,7 +171,7 @@ func init() {
 		&Scenario{
 			ID:     "temporary/request-reply",
 			Title:  "a reply sent to a temporary queue named in JMSReplyTo reaches the requester",
-			Checks: "seed: Using Temporary Destinations (JMSReplyTo advertises the temporary destination); JMS 2.0, TemporaryQueue",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Using Temporary Destinations (JMSReplyTo advertises the temporary destination); JMS 2.0, TemporaryQueue",
 			Expect: "the responder reads JMSReplyTo and its reply arrives on the requester's temporary queue",
 			Run: func(t *T) {
 				requestReply(t, t.P, t.P)
@@ -197,7 +197,7 @@ func init() {
 		&Scenario{
 			ID:     "temporary/deleted-with-connection",
 			Title:  "a temporary queue ends with its connection",
-			Checks: "seed: Using Temporary Destinations (\"Temporary destinations exist only for the duration of the current connection\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Using Temporary Destinations (\"Temporary destinations exist only for the duration of the current connection\")",
 			Expect: "after the requester's connection closes, a send to its temporary queue is refused",
 			Run: func(t *T) {
 				req := t.Dial()
@@ -215,7 +215,7 @@ func init() {
 		&Scenario{
 			ID:     "temporary/non-persistent",
 			Title:  "persistent messages sent to a temporary queue are made non-persistent",
-			Checks: "seed: Using Temporary Destinations (\"all PERSISTENT messages are silently made NON_PERSISTENT\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Using Temporary Destinations (\"all PERSISTENT messages are silently made NON_PERSISTENT\")",
 			Expect: "a message sent as persistent to a temporary queue is delivered as non-persistent",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -228,7 +228,7 @@ func init() {
 		&Scenario{
 			ID:     "temporary/topic",
 			Title:  "a temporary topic delivers to its creator's subscriber",
-			Checks: "seed: Creating a Temporary Topic",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Creating a Temporary Topic",
 			Expect: "a message another connection publishes to the temporary topic (learned from JMSReplyTo) arrives",
 			Run: func(t *T) {
 				c := t.Dial()

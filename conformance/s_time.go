@@ -23,7 +23,7 @@ func init() {
 		&Scenario{
 			ID:     "priority/order",
 			Title:  "a queue delivers higher priorities first, in send order within a priority",
-			Checks: "JMS 2.0 §3.4.10 (JMSPriority: 0-4 normal, 5-9 expedited); seed: Ordered Redelivery of Messages (sort order)",
+			Checks: "JMS 2.0 §3.4.10 (JMSPriority: 0-4 normal, 5-9 expedited); WebLogic JMS \"Managing Your Applications\": Ordered Redelivery of Messages (sort order)",
 			Expect: "messages queued with priorities 3 8 1 9 5 4 5 0 are received as 9 8 5(a) 5(b) 4 3 1 0",
 			Needs:  []Need{NeedPriorityOrder},
 			Run: func(t *T) {
@@ -44,7 +44,7 @@ func init() {
 		&Scenario{
 			ID:     "priority/override",
 			Title:  "a destination's priority override replaces the producer's priority",
-			Checks: "seed: Setting Message Header Fields (values set on a destination override the producer's)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Message Header Fields (values set on a destination override the producer's)",
 			Expect: "a message sent with priority 1 to a destination whose override is 9 is delivered with JMSPriority 9",
 			Needs:  []Need{NeedPriorityOverride},
 			Run: func(t *T) {
@@ -58,7 +58,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/time-to-live",
 			Title:  "a message whose time to live has passed is not delivered",
-			Checks: "JMS 2.0 §3.4.9 (JMSExpiration), time to live; seed: Handling Expired Messages",
+			Checks: "JMS 2.0 §3.4.9 (JMSExpiration), time to live; WebLogic JMS \"Managing Your Applications\": Handling Expired Messages",
 			Expect: "of a message with time to live 300ms and one without, a consumer created 800ms later gets only the second",
 			Run: func(t *T) {
 				c := t.Dial()
@@ -113,7 +113,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/policy-redirect",
 			Title:  "with expiration policy redirect, an expired message moves to the error destination",
-			Checks: "seed: Handling Expired Messages (redirecting expired messages to an error destination)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Handling Expired Messages (redirecting expired messages to an error destination)",
 			Expect: "an expired message is not delivered from its queue and arrives on the error destination with its body and properties",
 			Needs:  []Need{NeedExpireRedirect},
 			Run: func(t *T) {
@@ -133,7 +133,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/policy-discard",
 			Title:  "with expiration policy discard, an expired message is deleted, not redirected",
-			Checks: "seed: Handling Expired Messages (discarding expired messages)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Handling Expired Messages (discarding expired messages)",
 			Expect: "an expired message reaches neither its queue's consumer nor the error destination",
 			Needs:  []Need{NeedExpireDiscard},
 			Run: func(t *T) {
@@ -143,7 +143,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/policy-log",
 			Title:  "with expiration policy log, an expired message is logged and deleted",
-			Checks: "seed: Handling Expired Messages (discarding expired messages and logging their removal)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Handling Expired Messages (discarding expired messages and logging their removal)",
 			Expect: "an expired message reaches neither its queue's consumer nor the error destination (the log entry is not visible over the wire)",
 			Needs:  []Need{NeedExpireLog},
 			Run: func(t *T) {
@@ -153,7 +153,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/ttl-override",
 			Title:  "a destination's time-to-live override replaces the producer's",
-			Checks: "seed: Setting Message Header Fields (destination overrides); WebLogic TimeToLiveOverride",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Message Header Fields (destination overrides); WebLogic TimeToLiveOverride",
 			Expect: "messages sent without a time to live, or with one hour, to a destination whose override is 300ms are gone 800ms later",
 			Needs:  []Need{NeedTTLOverride},
 			Run: func(t *T) {
@@ -168,7 +168,7 @@ func init() {
 		&Scenario{
 			ID:     "expiry/before-delivery-time",
 			Title:  "a message that expires before its delivery time is never delivered",
-			Checks: "seed: Interaction With the Time-to-Live Value",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Interaction With the Time-to-Live Value",
 			Expect: "a message with time to live 300ms and delivery delay 600ms never arrives; the same without time to live does",
 			Needs:  []Need{NeedDeliveryDelay},
 			Run: func(t *T) {
@@ -184,7 +184,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/relative",
 			Title:  "a message with a delivery delay is invisible until the delay has passed",
-			Checks: "JMS 2.0, message delivery delay; seed: Setting Message Delivery Times, Setting a Delivery Time on Producers",
+			Checks: "JMS 2.0, message delivery delay; WebLogic JMS \"Managing Your Applications\": Setting Message Delivery Times, Setting a Delivery Time on Producers",
 			Expect: "a message sent with delay 800ms, then one without: the second arrives first, the first no sooner than 800ms after its send",
 			Needs:  []Need{NeedDeliveryDelay},
 			Run: func(t *T) {
@@ -204,7 +204,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/absolute-time",
 			Title:  "a message with an absolute delivery time is invisible until then",
-			Checks: "seed: Setting a Delivery Time on Messages (JMSDeliveryTime, the earliest absolute time); CONVENTIONS.md (AMQ_SCHEDULED_TIME, x-opt-delivery-time)",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Delivery Time on Messages (JMSDeliveryTime, the earliest absolute time); CONVENTIONS.md (AMQ_SCHEDULED_TIME, x-opt-delivery-time)",
 			Expect: "a message with delivery time now+800ms arrives no sooner than that",
 			Needs:  []Need{NeedDeliveryTime},
 			Run: func(t *T) {
@@ -221,7 +221,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/jms-delivery-time",
 			Title:  "JMSDeliveryTime of a delayed message is its send time plus the delay",
-			Checks: "JMS 2.0, JMSDeliveryTime; seed: Setting a Delivery Time on Messages",
+			Checks: "JMS 2.0, JMSDeliveryTime; WebLogic JMS \"Managing Your Applications\": Setting a Delivery Time on Messages",
 			Expect: "a message sent with delay 500ms carries a JMSDeliveryTime within 1s of JMSTimestamp + 500",
 			Needs:  []Need{NeedDeliveryDelay},
 			Run: func(t *T) {
@@ -242,7 +242,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/invisible-to-browser",
 			Title:  "a browser does not see a message before its delivery time",
-			Checks: "seed: Setting Message Delivery Times (\"Until that delivery time, the message is essentially invisible\")",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting Message Delivery Times (\"Until that delivery time, the message is essentially invisible\")",
 			Expect: "browsing during the delay shows only the undelayed message; after the delay, both",
 			Needs:  []Need{NeedDeliveryDelay},
 			Run: func(t *T) {
@@ -276,7 +276,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/time-to-deliver-override",
 			Title:  "a destination's relative time-to-deliver override delays every message",
-			Checks: "seed: Overriding a Delivery Time, Setting a Relative Time-to-Deliver Override",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Overriding a Delivery Time, Setting a Relative Time-to-Deliver Override",
 			Expect: "a message sent without a delay to a destination whose override is 800ms arrives no sooner than 800ms later",
 			Needs:  []Need{NeedTTDOverride},
 			Run: func(t *T) {
@@ -292,7 +292,7 @@ func init() {
 		&Scenario{
 			ID:     "delay/scheduled-override",
 			Title:  "a destination's scheduled time-to-deliver override holds messages until the next scheduled time",
-			Checks: "seed: Setting a Scheduled Time-to-Deliver Override, Table 6-1 Message Delivery Schedule",
+			Checks: "WebLogic JMS \"Managing Your Applications\": Setting a Scheduled Time-to-Deliver Override, Table 6-1 Message Delivery Schedule",
 			Expect: "with the schedule \"0 0,5,…,55 * * * * *\", a message is delivered at the next multiple of five seconds, not before",
 			Needs:  []Need{NeedTTDSchedule},
 			Run: func(t *T) {

@@ -27,7 +27,8 @@ type Scenario struct {
 	ID string
 	// Title is a one-line summary.
 	Title string
-	// Checks names the seed section or specification rule checked.
+	// Checks names the section of WebLogic JMS "Managing Your Applications" or
+	// the specification rule checked.
 	Checks string
 	// Expect is the JMS outcome expected.
 	Expect string

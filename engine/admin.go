@@ -1062,6 +1062,13 @@ func ReadMessages(r io.Reader) ([]*message.Message, error) {
 	return out, nil
 }
 
+// ImportResult is what an import did: how many messages it added and how
+// many it skipped because their JMSMessageID was already on the target.
+type ImportResult struct {
+	Imported int
+	Skipped  int
+}
+
 // Import reads JSON lines as Export writes them and adds every message to
 // t: a queue, a topic (published to its subscriptions as a send would be)
 // or a durable subscription (only that one gets it). The whole input is
@@ -1078,26 +1085,35 @@ func ReadMessages(r io.Reader) ([]*message.Message, error) {
 // noLocal bookkeeping) is cleared. A message already expired expires as
 // usual; one whose delivery time is in the future is scheduled.
 //
+// Importing is idempotent by JMSMessageID: a message whose ID the target
+// already holds (waiting, scheduled, or delivered and not yet
+// acknowledged), or that an earlier line of the same input carries, is
+// skipped and counted in ImportResult.Skipped, so importing one file twice
+// adds its messages once. Into a topic this holds per subscription: a
+// subscription that already holds the ID does not get it again, and the
+// message counts as skipped when every subscription it would reach holds
+// it already.
+//
 // Messages are added in batches of AdminBatch, each atomic in the store;
-// after a store failure the batches before it stay imported. It returns how
-// many messages were imported.
-func (b *Broker) Import(ctx context.Context, t Target, r io.Reader) (int, error) {
+// after a store failure the batches before it stay imported.
+func (b *Broker) Import(ctx context.Context, t Target, r io.Reader) (ImportResult, error) {
 	msgs, err := ReadMessages(r)
 	if err != nil {
-		return 0, err
+		return ImportResult{}, err
 	}
 	return b.ImportMessages(ctx, t, msgs)
 }
 
 // ImportMessages is Import with messages already read; it takes ownership
 // of them.
-func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.Message) (int, error) {
+func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.Message) (ImportResult, error) {
+	var res ImportResult
 	var d *destination
 	var sub *subscription
 	if t.IsSubscription() {
 		s, err := b.durableSub(t.ClientID, t.Subscription)
 		if err != nil {
-			return 0, err
+			return res, err
 		}
 		sub = s
 		d = s.topic
@@ -1106,20 +1122,21 @@ func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.M
 		d = b.dests[t.Dest]
 		b.mu.RUnlock()
 		if d == nil {
-			return 0, notFoundf(CodeInvalidDestination, "destination %s does not exist", t.Dest)
+			return res, notFoundf(CodeInvalidDestination, "destination %s does not exist", t.Dest)
 		}
 	}
 	for i, m := range msgs {
 		if err := m.Validate(); err != nil {
-			return 0, fmt.Errorf("message %d of %d: %w", i+1, len(msgs), err)
+			return res, fmt.Errorf("message %d of %d: %w", i+1, len(msgs), err)
 		}
 	}
+	present := presence{b: b}
 	now := b.nowMillis()
-	imported := 0
 	for len(msgs) > 0 {
 		n := min(len(msgs), AdminBatch)
 		batch := msgs[:n]
 		var refs []*ref
+		added := 0
 		for _, m := range batch {
 			m.Destination = d.dest
 			m.Producer = 0
@@ -1132,27 +1149,137 @@ func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.M
 			if d.dest.Kind.IsTemporary() {
 				m.DeliveryMode = message.NonPersistent
 			}
+			var rs []*ref
 			if sub != nil {
-				refs = append(refs, b.queueRef(sub.q, m))
+				rs = []*ref{b.queueRef(sub.q, m)}
+			} else {
+				rs, _ = b.route(d, m)
+			}
+			kept := present.keepNew(rs)
+			if len(rs) > 0 && len(kept) == 0 {
+				res.Skipped++
 				continue
 			}
-			rs, _ := b.route(d, m)
-			refs = append(refs, rs...)
+			added++
+			refs = append(refs, kept...)
 		}
 		// Into a durable subscription, the topic's quota applies: it
 		// bounds what the topic's subscriptions hold together.
 		if err := b.reserveRoom(d, refs); err != nil {
 			b.undoAdd(refs)
-			return imported, fmt.Errorf("import into %s: %w", t, err)
+			return res, fmt.Errorf("import into %s: %w", t, err)
 		}
 		if err := b.update(ctx, b.storeOpsForAdd(refs, nil)); err != nil {
 			b.undoAdd(refs)
-			return imported, fmt.Errorf("import into %s: %w", t, err)
+			return res, fmt.Errorf("import into %s: %w", t, err)
 		}
 		b.enqueue(refs)
-		imported += n
+		present.commit(refs)
+		res.Imported += added
 		msgs = msgs[n:]
 	}
-	b.log.Info("messages imported by an administrator", slog.String("target", t.String()), slog.Int("messages", imported))
-	return imported, nil
+	b.log.Info("messages imported by an administrator", slog.String("target", t.String()),
+		slog.Int("messages", res.Imported), slog.Int("skipped", res.Skipped))
+	return res, nil
+}
+
+// presence is the JMSMessageIDs that queues hold, gathered once per queue
+// for an import and then kept up to date with what the import adds.
+type presence struct {
+	b       *Broker
+	byQueue map[*queue]map[string]struct{}
+	pending map[*queue]map[string]struct{} // added by the batch being built
+}
+
+// ids returns the IDs q holds, gathering them on first use.
+func (p *presence) ids(q *queue) map[string]struct{} {
+	if set, ok := p.byQueue[q]; ok {
+		return set
+	}
+	if p.byQueue == nil {
+		p.byQueue = map[*queue]map[string]struct{}{}
+	}
+	set := p.b.heldIDs(q)
+	p.byQueue[q] = set
+	return set
+}
+
+// keepNew returns the refs of rs whose queue does not hold their message's
+// ID yet (nor got it earlier in this import), releasing the store
+// reference of each ref it drops. The refs kept count as held from now on.
+func (p *presence) keepNew(rs []*ref) []*ref {
+	kept := rs[:0]
+	for _, r := range rs {
+		id := r.msg.ID
+		if _, dup := p.ids(r.q)[id]; dup {
+			if r.rec != nil {
+				r.rec.refs.Add(-1)
+			}
+			continue
+		}
+		if p.pending == nil {
+			p.pending = map[*queue]map[string]struct{}{}
+		}
+		if _, dup := p.pending[r.q][id]; dup {
+			if r.rec != nil {
+				r.rec.refs.Add(-1)
+			}
+			continue
+		}
+		if p.pending[r.q] == nil {
+			p.pending[r.q] = map[string]struct{}{}
+		}
+		p.pending[r.q][id] = struct{}{}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// commit records that the refs of the batch are now held by their queues.
+func (p *presence) commit(refs []*ref) {
+	for _, r := range refs {
+		p.ids(r.q)[r.msg.ID] = struct{}{}
+	}
+	clear(p.pending)
+}
+
+// heldIDs returns the JMSMessageIDs that q holds: waiting (ready or
+// scheduled, as browsing lists them), handed to a consumer, or delivered
+// and not yet acknowledged. A ref a receive call has taken from its
+// consumer and not yet recorded as delivered is not seen.
+func (b *Broker) heldIDs(q *queue) map[string]struct{} {
+	set := map[string]struct{}{}
+	for _, w := range b.waitingRefs(q, func(*ref) bool { return true }) {
+		set[w.r.msg.ID] = struct{}{}
+	}
+	q.mu.Lock()
+	consumers := slices.Clone(q.consumers)
+	q.mu.Unlock()
+	for _, c := range consumers {
+		c.bufMu.Lock()
+		for _, r := range c.buf {
+			set[r.msg.ID] = struct{}{}
+		}
+		c.bufMu.Unlock()
+	}
+	// Every session: one whose consumer was closed still holds what it
+	// delivered until it acknowledges, recovers or closes.
+	var sessions []*Session
+	for _, conn := range b.connections() {
+		conn.mu.Lock()
+		for s := range conn.sessions {
+			sessions = append(sessions, s)
+		}
+		conn.mu.Unlock()
+	}
+	for _, s := range sessions {
+		s.mu.Lock()
+		for _, d := range s.pending {
+			if d.r.q == q {
+				set[d.r.msg.ID] = struct{}{}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return set
 }

@@ -360,6 +360,13 @@ func (b *Broker) CreateDestination(ctx context.Context, dest message.Destination
 	return created, err
 }
 
+// ValidateDestinationName reports whether name can name a queue or topic:
+// not empty, at most 255 bytes, no control characters. Creating a
+// destination (by a client, an administrator or the configuration) checks
+// it; configuration checks call it to refuse a name before the broker
+// starts.
+func ValidateDestinationName(name string) error { return validateDestName(name) }
+
 func validateDestName(name string) error {
 	if name == "" {
 		return errorf(CodeInvalidDestination, "destination name is empty")
@@ -593,20 +600,52 @@ func (b *Broker) settle(ctx context.Context, refs []*ref, sync bool) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	var err error
+	var recs []*stored
+	if sync {
+		recs = recsOf(refs)
+	}
 	if ops := b.storeOpsForRemove(refs, nil); len(ops) > 0 {
-		if sync {
-			err = b.store.Update(ctx, ops)
-			if err != nil {
-				err = fmt.Errorf("store acknowledgement: %w", err)
-			}
-		} else {
+		if !sync {
 			b.async.add(ops)
+		} else if err := b.store.Update(ctx, ops); err != nil {
+			return b.settleFailed(refs, recs, fmt.Errorf("store acknowledgement: %w", err))
 		}
 	}
 	byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
-	return err
+	return nil
 }
+
+// settleFailed handles an acknowledgement of refs the store refused: each
+// ref gets its store record back and stays in flight, except one whose
+// early write was withdrawn (consumed before it was ever stored: nothing
+// to undo), which is settled. It returns an *ackError wrapping err that
+// names the refs settled; the others are the caller's to give back.
+func (b *Broker) settleFailed(refs []*ref, recs []*stored, err error) error {
+	var done []*ref
+	for i, r := range refs {
+		if rec := recs[i]; rec != nil && r.rec == nil {
+			if rec.early != nil && isClosed(rec.early.consumed) {
+				done = append(done, r)
+				continue
+			}
+			rec.refs.Add(1)
+			r.rec = rec
+		}
+	}
+	byQueue(done, func(q *queue, rs []*ref) { q.settle(rs) })
+	return &ackError{err: err, settled: done}
+}
+
+// ackError is an acknowledgement the store refused; settled are the refs
+// it settled all the same (see settleFailed).
+type ackError struct {
+	err     error
+	settled []*ref
+}
+
+func (e *ackError) Error() string { return e.err.Error() }
+
+func (e *ackError) Unwrap() error { return e.err }
 
 // requeue returns refs to their queues; failed deliveries count against the
 // redelivery limit, and those over it go to the error destination.
@@ -813,10 +852,10 @@ func (b *Broker) allQueues() []*queue {
 	return qs
 }
 
-// DeleteDestination deletes a queue or topic at run time, as the seed's
-// "What Happens when a Destination is Deleted" describes: its durable
-// subscriptions and messages go; its consumers and browsers close with
-// "Destination was deleted"; sends waiting for quota fail.
+// DeleteDestination deletes a queue or topic at run time, as WebLogic JMS
+// "Managing Your Applications", "What Happens when a Destination is Deleted"
+// describes: its durable subscriptions and messages go; its consumers and
+// browsers close with "Destination was deleted"; sends waiting for quota fail.
 func (b *Broker) DeleteDestination(ctx context.Context, dest message.Destination) error {
 	return b.deleteDestination(ctx, dest, false)
 }

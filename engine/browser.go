@@ -124,10 +124,11 @@ func (b *Broker) closeBrowsers(dest message.Destination) {
 	}
 }
 
-// Enumeration walks a browser's snapshot (java.util.Enumeration). When it
-// is closed (its browser closed or its queue deleted) it follows the seed's
-// rules: an element promised by a HasMoreElements that returned true is
-// still delivered once; nothing more is.
+// Enumeration walks a browser's snapshot (java.util.Enumeration). When it is
+// closed (its browser closed or its queue deleted) it follows the rules of
+// WebLogic JMS "Managing Your Applications", "What Happens when a Destination
+// is Deleted" ("Closing of enumerations"): an element promised by a
+// HasMoreElements that returned true is still delivered once; nothing more is.
 type Enumeration struct {
 	mu       sync.Mutex
 	items    []message.Delivery

@@ -13,7 +13,7 @@ import (
 )
 
 // ClientIDPolicy says whether other connections may use the same client ID
-// (seed: "Setting the Client ID Policy").
+// (WebLogic JMS "Managing Your Applications", "Setting the Client ID Policy").
 type ClientIDPolicy uint8
 
 // Client ID policies; Restricted is the default.
@@ -31,7 +31,8 @@ func (p ClientIDPolicy) String() string {
 }
 
 // SharingPolicy says whether subscribers of this connection may share
-// subscriptions (seed: "Creating a Sharable Subscription Policy").
+// subscriptions (WebLogic JMS "Managing Your Applications", "Creating a
+// Sharable Subscription Policy").
 type SharingPolicy uint8
 
 // Subscription sharing policies; Exclusive is the default.
@@ -71,7 +72,8 @@ type ConnectionOptions struct {
 	Permissions Permissions
 }
 
-// MetaData is the connection metadata of JMS (seed Table 6-2).
+// MetaData is the connection metadata of JMS (Table 6-2 of WebLogic JMS
+// "Managing Your Applications", "Accessing Connection Metadata").
 type MetaData struct {
 	JMSVersion           string
 	JMSMajorVersion      int
@@ -163,7 +165,8 @@ func (c *Connection) SharingPolicy() SharingPolicy {
 }
 
 // SetExceptionListener sets the function told of problems no call would
-// otherwise report (seed: "Defining a Connection Exception Listener").
+// otherwise report (WebLogic JMS "Managing Your Applications", "Defining a
+// Connection Exception Listener").
 func (c *Connection) SetExceptionListener(fn func(error)) {
 	c.mu.Lock()
 	c.onErr = fn

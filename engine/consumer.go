@@ -234,10 +234,11 @@ func (c *Consumer) markAttempts(ctx context.Context) {
 // returns; otherwise the Delivery's Tag acknowledges it later.
 func (c *Consumer) Receive(ctx context.Context) (message.Delivery, error) {
 	if c.closed.Load() {
-		// Seed: "Attempts by an application to do anything but close() a
-		// closed consumer will result in an IllegalStateException." A
-		// Receive already waiting when the consumer closes returns
-		// CodeConsumerClosed instead: JMS's null.
+		// WebLogic JMS "Managing Your Applications", "What Happens when a
+		// Destination is Deleted": "Attempts by an application to do anything
+		// but close() a closed consumer will result in an
+		// IllegalStateException." A Receive already waiting when the consumer
+		// closes returns CodeConsumerClosed instead: JMS's null.
 		return message.Delivery{}, errorf(CodeIllegalState, "consumer is closed")
 	}
 	if c.listener.Load() {
@@ -327,10 +328,11 @@ func (c *Consumer) listen(fn func(message.Delivery)) {
 }
 
 // reclaim takes back the refs dispatched to c that the application has not
-// taken yet (its prefetch pipeline), restores their credit and returns them
-// to the queue uncounted, so that after a recover or rollback the queue
-// redelivers in the original order (seed: "Ordered Redelivery of
-// Messages"). Refs held by a Receive running on another goroutine stay.
+// taken yet (its prefetch pipeline), restores their credit and returns them to
+// the queue uncounted, so that after a recover or rollback the queue
+// redelivers in the original order (WebLogic JMS "Managing Your Applications",
+// "Ordered Redelivery of Messages"). Refs held by a Receive running on another
+// goroutine stay.
 func (c *Consumer) reclaim() {
 	if c.closed.Load() {
 		return

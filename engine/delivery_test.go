@@ -12,9 +12,9 @@ import (
 	"github.com/sluicemq/sluice/grammar/schedule"
 )
 
-// Tests of the seed's "Managing Rolled Back, Recovered, Redelivered, or
-// Expired Messages" and "Setting Message Delivery Times" (issue 6, items
-// 1-5) over the engine API.
+// Tests of WebLogic JMS "Managing Your Applications", sections "Managing
+// Rolled Back, Recovered, Redelivered, or Expired Messages" and "Setting
+// Message Delivery Times" (issue 6, items 1-5) over the engine API.
 
 // failOp is one way a session fails a delivery: the three ways that apply
 // the redelivery delay and count against the redelivery limit.
@@ -77,11 +77,12 @@ var failOps = []failOp{
 	},
 }
 
-// Seed: "A session inherits the redelivery delay from its connection
-// factory ... The session attribute is dynamic and can be changed at any
-// time"; "when it rolls back or recovers a message, the message is set aside
-// until the redelivery delay has passed"; "During that period, other
-// messages can be delivered before the delayed message".
+// WebLogic JMS "Managing Your Applications", "Setting a Redelivery Delay" and
+// "Ordered Redelivery of Messages": "A session inherits the redelivery delay
+// from its connection factory ... The session attribute is dynamic and can be
+// changed at any time"; "when it rolls back or recovers a message, the message
+// is set aside until the redelivery delay has passed"; "During that period,
+// other messages can be delivered before the delayed message".
 func TestRedeliveryDelayInheritedChangeableAndInvisible(t *testing.T) {
 	for _, op := range failOps {
 		t.Run(op.name, func(t *testing.T) {
@@ -131,8 +132,9 @@ func TestRedeliveryDelayInheritedChangeableAndInvisible(t *testing.T) {
 	}
 }
 
-// Seed: "Messages that are left unacknowledged or uncommitted by a client,
-// either intentionally or as a result of a failure, are not assigned a
+// WebLogic JMS "Managing Your Applications", "Setting a Redelivery Delay for
+// Messages": "Messages that are left unacknowledged or uncommitted by a
+// client, either intentionally or as a result of a failure, are not assigned a
 // redelivery delay."
 func TestRedeliveryDelayNotAppliedOnClose(t *testing.T) {
 	t.Run("connection-close", func(t *testing.T) {
@@ -198,10 +200,11 @@ func TestRedeliveryDelayNotAppliedOnClose(t *testing.T) {
 	})
 }
 
-// Seed: "Regardless of what redelivery delay is set on the session, the
-// destination ... can override the setting. The redelivery delay override
-// applied to the redelivery of a message is the one in effect at the time a
-// message is rolled back or recovered."
+// WebLogic JMS "Managing Your Applications", "Overriding the Redelivery Delay
+// on a Destination": "Regardless of what redelivery delay is set on the
+// session, the destination ... can override the setting. The redelivery delay
+// override applied to the redelivery of a message is the one in effect at the
+// time a message is rolled back or recovered."
 func TestRedeliveryDelayOverrideInEffectAtRollback(t *testing.T) {
 	for _, op := range failOps {
 		t.Run(op.name, func(t *testing.T) {
@@ -247,10 +250,10 @@ func TestRedeliveryDelayOverrideInEffectAtRollback(t *testing.T) {
 	}
 }
 
-// Seed: "Setting a Redelivery Limit for Messages", "Configuring a Message
-// Redelivery Limit On a Destination" (overrides the producer's), and
-// "Configuring an Error Destination for Undelivered Messages" (a queue or a
-// topic).
+// WebLogic JMS "Managing Your Applications", "Setting a Redelivery Limit for
+// Messages", "Configuring a Message Redelivery Limit On a Destination"
+// (overrides the producer's), and "Configuring an Error Destination for
+// Undelivered Messages" (a queue or a topic).
 func TestRedeliveryLimitToErrorDestination(t *testing.T) {
 	type limits struct {
 		conn    int32 // ConnectionOptions.Producer.RedeliveryLimit; -2 = defaults
@@ -351,8 +354,9 @@ func TestRedeliveryLimitToErrorDestination(t *testing.T) {
 	}
 }
 
-// Seed: "If the redelivery limit is configured, but no error destination is
-// configured, then persistent or non-persistent messages are simply deleted
+// WebLogic JMS "Managing Your Applications", "Setting a Redelivery Limit for
+// Messages": "If the redelivery limit is configured, but no error destination
+// is configured, then persistent or non-persistent messages are simply deleted
 // when they reach their redelivery limit."
 func TestRedeliveryLimitWithoutErrorDestinationDeletes(t *testing.T) {
 	for _, mode := range []message.DeliveryMode{message.Persistent, message.NonPersistent} {
@@ -512,9 +516,10 @@ func TestSettleRejectedAndReleased(t *testing.T) {
 	})
 }
 
-// Seed: "Ordered Redelivery of Messages": with a single consumer and a
-// pipeline of 1, redelivered messages come back in their original order;
-// with a selector, order holds among the messages it selects.
+// WebLogic JMS "Managing Your Applications", "Ordered Redelivery of Messages":
+// with a single consumer and a pipeline of 1, redelivered messages come back
+// in their original order; with a selector, order holds among the messages it
+// selects.
 func TestOrderedRedelivery(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -570,8 +575,9 @@ var engineRecoverIndividual = failOp{
 	},
 }
 
-// Seed: "Handling Expired Messages": the expiration policy Discard, Log or
-// Redirect applies to a message found expired.
+// WebLogic JMS "Managing Your Applications", "Handling Expired Messages": the
+// expiration policy Discard, Log or Redirect applies to a message found
+// expired.
 func TestExpirationPolicies(t *testing.T) {
 	for _, pol := range []engine.ExpirationPolicy{engine.ExpireDiscard, engine.ExpireLog, engine.ExpireRedirect} {
 		t.Run(pol.String(), func(t *testing.T) {
@@ -624,10 +630,11 @@ func TestExpirationPolicies(t *testing.T) {
 	}
 }
 
-// Seed: "This feature ensures that expired messages are cleaned up
-// immediately": the active scan finds expired messages with no consumer
-// attached, so they stop counting against quotas and are logged or
-// redirected without waiting for a receive.
+// WebLogic JMS "Managing Your Applications", "Handling Expired Messages":
+// "This feature ensures that expired messages are cleaned up immediately": the
+// active scan finds expired messages with no consumer attached, so they stop
+// counting against quotas and are logged or redirected without waiting for a
+// receive.
 func TestActiveExpiryScanWithoutConsumer(t *testing.T) {
 	clock := newClock()
 	var sink logSink
@@ -675,8 +682,9 @@ func codeOrNil(err error) engine.Code {
 	return engine.CodeOf(err)
 }
 
-// Seed: "If the specified time-to-live value (JMSExpiration) is less than
-// or equal to the specified time-to-deliver value, then the message
+// WebLogic JMS "Managing Your Applications", "Interaction With the
+// Time-to-Live Value": "If the specified time-to-live value (JMSExpiration) is
+// less than or equal to the specified time-to-deliver value, then the message
 // delivery succeeds. However, the message is then silently expired."
 func TestTimeToLiveNotAfterTimeToDeliverExpiresSilently(t *testing.T) {
 	var sink logSink
@@ -709,10 +717,10 @@ func TestTimeToLiveNotAfterTimeToDeliverExpiresSilently(t *testing.T) {
 	recvNone(t, cons, 30*time.Millisecond)
 }
 
-// Seed: "Setting Message Delivery Times": the producer's time-to-deliver,
-// a message's delivery time (relative or absolute), and the destination's
-// TimeToDeliverOverride, relative or scheduled, which wins. A message is
-// invisible until its delivery time.
+// WebLogic JMS "Managing Your Applications", "Setting Message Delivery Times":
+// the producer's time-to-deliver, a message's delivery time (relative or
+// absolute), and the destination's TimeToDeliverOverride, relative or
+// scheduled, which wins. A message is invisible until its delivery time.
 func TestTimeToDeliverSources(t *testing.T) {
 	sched := schedule.MustParse("0 0 0 3 * * *") // 03:00:00.000 every day
 	cases := []struct {

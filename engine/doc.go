@@ -4,16 +4,9 @@
 //
 // The engine knows nothing of any wire protocol. Protocol front-ends
 // (protocol/stomp, protocol/amqp) translate frames into calls on this API, and
-// an application can embed the engine and use the same API directly:
-//
-//	b, _ := engine.New(ctx, engine.Config{Store: st})
-//	conn, _ := b.Connect(engine.ConnectionOptions{})
-//	sess, _ := conn.CreateSession(engine.AutoAcknowledge)
-//	prod, _ := sess.CreateProducer(message.Destination{Kind: message.Queue, Name: "orders"})
-//	_ = prod.Send(ctx, &message.Message{Body: message.Body{Kind: message.BodyText, Data: []byte("hi")}}, nil)
-//	cons, _ := sess.CreateConsumer(message.Destination{Kind: message.Queue, Name: "orders"}, engine.ConsumerOptions{})
-//	conn.Start()
-//	d, _ := cons.Receive(ctx)
+// an application can embed the engine and use the same API directly: the
+// package's Example (example_test.go) connects, sends a message to a queue
+// and receives it, and is compiled and run by the tests.
 //
 // # Model
 //

@@ -810,8 +810,9 @@ func TestOpenExplicitTransactionRolledBackOnCloseWithoutDelay(t *testing.T) {
 	}
 }
 
-// The seed: "When a session is using non-durable topics, the
-// setRedeliveryDelay method does not apply."
+// WebLogic JMS "Managing Your Applications", "Setting a Redelivery Delay":
+// "When a session is using non-durable topics, the setRedeliveryDelay method
+// does not apply."
 func TestSessionRedeliveryDelayDoesNotApplyToNonDurableTopics(t *testing.T) {
 	h := newBroker(t, engine.Config{})
 	c := h.conn(engine.ConnectionOptions{})

@@ -12,10 +12,11 @@ import (
 	"github.com/sluicemq/sluice/engine/message"
 )
 
-// Seed: "Message Timestamps for Troubleshooting Deleted Destinations": the
-// configured creation time of a destination is its version; at restart,
-// leftover persistent messages of an older version are discarded, and a
-// stored version newer than the configured one stops the broker.
+// WebLogic JMS "Managing Your Applications", "Message Timestamps for
+// Troubleshooting Deleted Destinations": the configured creation time of a
+// destination is its version; at restart, leftover persistent messages of an
+// older version are discarded, and a stored version newer than the configured
+// one stops the broker.
 
 func configured(created time.Time, dests ...message.Destination) []engine.ConfiguredDestination {
 	out := make([]engine.ConfiguredDestination, len(dests))

@@ -13,20 +13,20 @@ import (
 	"github.com/sluicemq/sluice/engine/message"
 )
 
-// Tests of the seed's "Managing Connections", "Managing Sessions",
-// "Managing Destinations", "Using Temporary Destinations", "Setting Up
-// Durable Subscriptions" and "Browsing Header and Property Fields" (issue
-// 7) over the engine API.
+// Tests of WebLogic JMS "Managing Your Applications", sections "Managing
+// Connections", "Managing Sessions", "Managing Destinations", "Using Temporary
+// Destinations", "Setting Up Durable Subscriptions" and "Browsing Header and
+// Property Fields" (issue 7) over the engine API.
 
 var topicU = message.Destination{Kind: message.Topic, Name: "u"}
 
-// Seed: "Setting the Client ID Policy" and "Defining the Client ID": "If a
-// client ID is already defined for the connection, an IllegalStateException
-// is thrown. If the specified client ID is already defined for another
-// connection, an InvalidClientIDException is thrown"; RESTRICTED allows one
-// connection per client ID, UNRESTRICTED connections "can specify any
-// Client ID, even when other restricted or unrestricted connections already
-// use the same Client ID".
+// WebLogic JMS "Managing Your Applications", "Setting the Client ID Policy"
+// and "Defining the Client ID": "If a client ID is already defined for the
+// connection, an IllegalStateException is thrown. If the specified client ID
+// is already defined for another connection, an InvalidClientIDException is
+// thrown"; RESTRICTED allows one connection per client ID, UNRESTRICTED
+// connections "can specify any Client ID, even when other restricted or
+// unrestricted connections already use the same Client ID".
 func TestClientIDPolicies(t *testing.T) {
 	R, U := engine.Restricted, engine.Unrestricted
 	cases := []struct {
@@ -98,11 +98,11 @@ func TestClientIDSetOnce(t *testing.T) {
 	}
 }
 
-// Seed: "Subscriptions created with different Client ID policies are
-// always treated as independent subscriptions"; "Two durable subscriptions
-// with the same Client ID and Subscription Name are treated as two
-// different independent subscriptions if they have a different Client ID
-// Policy."
+// WebLogic JMS "Managing Your Applications", "Setting the Client ID Policy":
+// "Subscriptions created with different Client ID policies are always treated
+// as independent subscriptions"; "Two durable subscriptions with the same
+// Client ID and Subscription Name are treated as two different independent
+// subscriptions if they have a different Client ID Policy."
 func TestSubscriptionsUnderDifferentClientIDPoliciesAreIndependent(t *testing.T) {
 	h := newPersistent(t, "", engine.Config{})
 	r := h.conn(engine.ConnectionOptions{ClientID: "cid"})
@@ -127,9 +127,10 @@ func TestSubscriptionsUnderDifferentClientIDPoliciesAreIndependent(t *testing.T)
 	}
 }
 
-// Seed: "Valid durable subscription names cannot include the following
-// characters: comma ",", equals "=", colon ":", asterisk "*", percent "%",
-// or question mark "?"."
+// WebLogic JMS "Managing Your Applications", "Creating Subscribers for a
+// Durable Subscription": "Valid durable subscription names cannot include the
+// following characters: comma ",", equals "=", colon ":", asterisk "*",
+// percent "%", or question mark "?"."
 func TestDurableSubscriptionNames(t *testing.T) {
 	h := newBroker(t, engine.Config{})
 	s := h.session(h.conn(engine.ConnectionOptions{ClientID: "cid"}), engine.AutoAcknowledge)
@@ -164,10 +165,11 @@ func TestDurableSubscriptionNames(t *testing.T) {
 	}
 }
 
-// Seed: "WebLogic JMS stores a message in a persistent file or database
-// until the message has been delivered to the subscribers or has expired,
-// even if those subscribers are not active"; non-durable subscribers only
-// get messages while active.
+// WebLogic JMS "Managing Your Applications", "Setting Up Durable
+// Subscriptions": "WebLogic JMS stores a message in a persistent file or
+// database until the message has been delivered to the subscribers or has
+// expired, even if those subscribers are not active"; non-durable subscribers
+// only get messages while active.
 func TestDurableSubscriptionKeepsMessagesForInactiveSubscribers(t *testing.T) {
 	clock := newClock()
 	h := newPersistent(t, "", engine.Config{Now: clock.Now})
@@ -203,10 +205,11 @@ func TestDurableSubscriptionKeepsMessagesForInactiveSubscribers(t *testing.T) {
 	recvNone(t, active, 30*time.Millisecond)
 }
 
-// Seed: "You cannot delete a durable subscription if any of the following
-// are true: A TopicSubscriber is still active on the session. A message
-// received by the durable subscription is part of a transaction or has not
-// yet been acknowledged in the session."
+// WebLogic JMS "Managing Your Applications", "Deleting Durable Subscriptions":
+// "You cannot delete a durable subscription if any of the following are true:
+// A TopicSubscriber is still active on the session. A message received by the
+// durable subscription is part of a transaction or has not yet been
+// acknowledged in the session."
 func TestUnsubscribeRefused(t *testing.T) {
 	type step func(t *testing.T, s *engine.Session, c *engine.Connection, d message.Delivery) error
 	cases := []struct {
@@ -289,10 +292,10 @@ func TestUnsubscribeRefused(t *testing.T) {
 	})
 }
 
-// Seed: "Modifying Durable Subscriptions": re-creating a durable
-// subscription of the same name with a different topic, selector or noLocal
-// deletes the old one implicitly; the subscription "is recreated based on
-// the new values".
+// WebLogic JMS "Managing Your Applications", "Modifying Durable
+// Subscriptions": re-creating a durable subscription of the same name with a
+// different topic, selector or noLocal deletes the old one implicitly; the
+// subscription "is recreated based on the new values".
 func TestDurableSubscriptionRecreatedWithChanges(t *testing.T) {
 	base := engine.ConsumerOptions{Durable: true, SubscriptionName: "sub", Selector: "n > 0"}
 	cases := []struct {
@@ -343,11 +346,11 @@ func TestDurableSubscriptionRecreatedWithChanges(t *testing.T) {
 	}
 }
 
-// Seed: "Creating a Sharable Subscription Policy": Exclusive (default)
-// subscribers cannot share; Sharable ones can, "consumers can share a
-// durable subscription only if they have the same Client ID, Client ID
-// Policy, and Subscription Name"; the policy can be overridden on the
-// connection (setSubscriptionSharingPolicy).
+// WebLogic JMS "Managing Your Applications", "Creating a Sharable Subscription
+// Policy": Exclusive (default) subscribers cannot share; Sharable ones can,
+// "consumers can share a durable subscription only if they have the same
+// Client ID, Client ID Policy, and Subscription Name"; the policy can be
+// overridden on the connection (setSubscriptionSharingPolicy).
 func TestSubscriptionSharingPolicy(t *testing.T) {
 	opts := engine.ConsumerOptions{Durable: true, SubscriptionName: "work", Prefetch: 1}
 	t.Run("exclusive-refuses-a-second", func(t *testing.T) {
@@ -479,7 +482,7 @@ func TestJMS2SharedSubscriptions(t *testing.T) {
 	}
 }
 
-// Seed: "Using Temporary Destinations".
+// WebLogic JMS "Managing Your Applications", "Using Temporary Destinations".
 func TestTemporaryDestinations(t *testing.T) {
 	for _, kind := range []string{"queue", "topic"} {
 		t.Run(kind, func(t *testing.T) {
@@ -555,7 +558,8 @@ func TestTemporaryDestinations(t *testing.T) {
 	}
 }
 
-// Seed: "What Happens when a Destination is Deleted", for a queue.
+// WebLogic JMS "Managing Your Applications", "What Happens when a Destination
+// is Deleted", for a queue.
 func TestDeleteQueue(t *testing.T) {
 	for _, persistent := range []bool{false, true} {
 		t.Run(fmt.Sprint("persistent=", persistent), func(t *testing.T) {
@@ -670,9 +674,10 @@ func TestDeleteQueue(t *testing.T) {
 	}
 }
 
-// Seed: "all durable subscribers for the deleted destination are
-// permanently deleted" and "all existing consumers for the deleted
-// destination are closed", for a topic.
+// WebLogic JMS "Managing Your Applications", "What Happens when a Destination
+// is Deleted": "all durable subscribers for the deleted destination are
+// permanently deleted" and "all existing consumers for the deleted destination
+// are closed", for a topic.
 func TestDeleteTopic(t *testing.T) {
 	h := newStrict(t, true, "", engine.Config{})
 	h.create(topicT)
@@ -711,8 +716,9 @@ func TestDeleteTopic(t *testing.T) {
 	recvNone(t, again, 50*time.Millisecond)
 }
 
-// Seed: "Closing of enumerations": what HasMoreElements and NextElement do
-// after the browser's destination is deleted depends on the last call
+// WebLogic JMS "Managing Your Applications", "What Happens when a Destination
+// is Deleted", "Closing of enumerations": what HasMoreElements and NextElement
+// do after the browser's destination is deleted depends on the last call
 // before.
 func TestDeleteDestinationEnumerationRules(t *testing.T) {
 	cases := []struct {
@@ -803,10 +809,11 @@ func TestDeleteDestinationEnumerationRules(t *testing.T) {
 	}
 }
 
-// Seed: "Blocking send operations cancelled — ... Send operations waiting
-// for quota will receive a ResourceAllocationException" and "Uncommitted
-// transactions unaffected — ... the net result ... is the deletion of the
-// associated messages."
+// WebLogic JMS "Managing Your Applications", "What Happens when a Destination
+// is Deleted": "Blocking send operations cancelled — ... Send operations
+// waiting for quota will receive a ResourceAllocationException" and
+// "Uncommitted transactions unaffected — ... the net result ... is the
+// deletion of the associated messages."
 func TestDeleteDestinationBlockedSendsAndTransactions(t *testing.T) {
 	t.Run("blocked-send", func(t *testing.T) {
 		pols := newPolicies().set(queueA, func(p *engine.Policy) {
@@ -910,10 +917,10 @@ func storeEmpty(t *testing.T, h *harness) {
 	}
 }
 
-// Seed: "Browsing Header and Property Fields": a queue browser, with or
-// without a selector, shows the queue's messages in delivery order without
-// consuming them; "You cannot browse topic message header and property
-// fields."
+// WebLogic JMS "Managing Your Applications", "Browsing Header and Property
+// Fields": a queue browser, with or without a selector, shows the queue's
+// messages in delivery order without consuming them; "You cannot browse topic
+// message header and property fields."
 func TestBrowsing(t *testing.T) {
 	h := newBroker(t, engine.Config{})
 	c := h.conn(engine.ConnectionOptions{})
@@ -1056,11 +1063,11 @@ func TestQuotas(t *testing.T) {
 	}
 }
 
-// Seed: "Closing a Session" and "Starting, Stopping, and Closing a
-// Connection": close "terminates the receipt of all pending messages"
-// (a waiting receive returns without a message) and "waits until all
-// message listeners that are currently processing messages have
-// completed".
+// WebLogic JMS "Managing Your Applications", "Closing a Session" and
+// "Starting, Stopping, and Closing a Connection": close "terminates the
+// receipt of all pending messages" (a waiting receive returns without a
+// message) and "waits until all message listeners that are currently
+// processing messages have completed".
 func TestCloseEndsPendingReceivesAndWaitsForListeners(t *testing.T) {
 	for _, what := range []string{"session", "connection"} {
 		t.Run(what, func(t *testing.T) {
@@ -1116,9 +1123,10 @@ func TestCloseEndsPendingReceivesAndWaitsForListeners(t *testing.T) {
 	}
 }
 
-// Seed: "if a message listener is executing at the time a problem occurs,
-// execution of the exception listener is blocked until the message
-// listener completes its execution."
+// WebLogic JMS "Managing Your Applications", "Defining a Session Exception
+// Listener": "if a message listener is executing at the time a problem occurs,
+// execution of the exception listener is blocked until the message listener
+// completes its execution."
 func TestExceptionListenerWaitsForMessageListener(t *testing.T) {
 	h := newBroker(t, engine.Config{})
 	h.create(queueA)

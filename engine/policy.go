@@ -8,8 +8,8 @@ import (
 	"github.com/sluicemq/sluice/engine/store"
 )
 
-// ExpirationPolicy says what happens to a message found expired (seed:
-// "Handling Expired Messages").
+// ExpirationPolicy says what happens to a message found expired (WebLogic JMS
+// "Managing Your Applications", "Handling Expired Messages").
 type ExpirationPolicy uint8
 
 // Expiration policies. Discard is the default.
@@ -123,14 +123,14 @@ type Config struct {
 	ConsumeBeforeStore bool
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
-	// Destinations are the configured queues and topics. They are created
-	// at start (so they exist when AutoCreate is off) and checked against
-	// the store at recovery, as the seed's "Message Timestamps for
-	// Troubleshooting Deleted Destinations" says: a stored destination
-	// created before its configured creation time is an older, deleted
-	// incarnation whose leftover messages and durable subscriptions are
-	// discarded; one created after it makes New fail (the clock was set
-	// back, or another configuration is in use).
+	// Destinations are the configured queues and topics. They are created at
+	// start (so they exist when AutoCreate is off) and checked against the
+	// store at recovery, as WebLogic JMS "Managing Your Applications",
+	// "Message Timestamps for Troubleshooting Deleted Destinations" says: a
+	// stored destination created before its configured creation time is an
+	// older, deleted incarnation whose leftover messages and durable
+	// subscriptions are discarded; one created after it makes New fail (the
+	// clock was set back, or another configuration is in use).
 	Destinations []ConfiguredDestination
 }
 

@@ -409,8 +409,9 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	now := q.b.nowMillis()
 	pol := q.policy()
 	if q.sub != nil && !q.sub.durable {
-		// The seed: a session's redelivery delay does not apply to
-		// messages of non-durable topic subscriptions.
+		// A session's redelivery delay does not apply to messages of
+		// non-durable topic subscriptions (WebLogic JMS "Managing Your
+		// Applications", "Setting a Redelivery Delay").
 		delay = 0
 	}
 	if failed && pol.RedeliveryDelayOverride >= 0 {

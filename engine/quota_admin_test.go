@@ -26,7 +26,8 @@ var adminOps = []struct {
 	{"import", func(h *harness, to engine.Target) (int, error) {
 		m := text("imported")
 		m.DeliveryMode, m.Priority = message.Persistent, 4
-		return h.b.ImportMessages(context.Background(), to, []*message.Message{m})
+		res, err := h.b.ImportMessages(context.Background(), to, []*message.Message{m})
+		return res.Imported, err
 	}},
 }
 
@@ -169,8 +170,8 @@ func TestImportedSubscriptionMessagesMoveWithTheirBytes(t *testing.T) {
 				_, err := h.b.ImportMessages(ctx, target, []*message.Message{mk(1), mk(2), mk(3)})
 				return err
 			}(), engine.ErrResourceAllocation)
-			if n, err := h.b.ImportMessages(ctx, target, []*message.Message{mk(4), mk(5)}); err != nil || n != 2 {
-				t.Fatalf("import of two messages with room for two: %d, %v", n, err)
+			if n, err := h.b.ImportMessages(ctx, target, []*message.Message{mk(4), mk(5)}); err != nil || n.Imported != 2 {
+				t.Fatalf("import of two messages with room for two: %+v, %v", n, err)
 			}
 			if in := quotaInfo(t, h.b, topicT); in.Messages != 2 || in.Bytes != 2*size {
 				t.Fatalf("after the import the topic reports %d messages, %d bytes; want 2, %d", in.Messages, in.Bytes, 2*size)

@@ -28,8 +28,8 @@ func TestImportedSubscriptionMessagesCountTheirBytes(t *testing.T) {
 			for _, m := range msgs {
 				m.DeliveryMode, m.Priority = message.Persistent, 4
 			}
-			if n, err := h.b.ImportMessages(ctx, engine.SubscriptionTarget("imp", "d"), msgs); err != nil || n != 2 {
-				t.Fatalf("import: %d, %v", n, err)
+			if n, err := h.b.ImportMessages(ctx, engine.SubscriptionTarget("imp", "d"), msgs); err != nil || n.Imported != 2 {
+				t.Fatalf("import: %+v, %v", n, err)
 			}
 			in := quotaInfo(t, h.b, topicT)
 			want := int64(msgs[0].Size() + msgs[1].Size())

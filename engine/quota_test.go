@@ -516,9 +516,10 @@ func TestTopicQuotaConcurrentPublishers(t *testing.T) {
 }
 
 // TestTopicQuotaBlockingSend: a publish to a full topic waits up to the
-// blocking-send timeout; it goes through when a subscriber makes room in
-// time, fails with a resource-allocation error when none does, and fails
-// at once when the topic is deleted while it waits (the seed: "Send
+// blocking-send timeout; it goes through when a subscriber makes room in time,
+// fails with a resource-allocation error when none does, and fails at once
+// when the topic is deleted while it waits (WebLogic JMS "Managing Your
+// Applications", "What Happens when a Destination is Deleted": "Send
 // operations waiting for quota will receive a ResourceAllocationException").
 func TestTopicQuotaBlockingSend(t *testing.T) {
 	ctx := context.Background()

@@ -14,9 +14,10 @@ import (
 	"github.com/sluicemq/sluice/engine/message"
 )
 
-// Helpers shared by the tests of the seed's delivery-management and
-// destination-lifecycle sections (delivery_test.go, durability_test.go,
-// lifecycle_test.go, incarnation_test.go).
+// Helpers shared by the tests of the delivery-management and
+// destination-lifecycle sections of WebLogic JMS "Managing Your Applications"
+// (delivery_test.go, durability_test.go, lifecycle_test.go,
+// incarnation_test.go).
 
 var (
 	queueB   = message.Destination{Kind: message.Queue, Name: "b"}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,8 +73,9 @@ type Session struct {
 // Mode returns the session's acknowledgement mode.
 func (s *Session) Mode() AckMode { return s.mode }
 
-// SetRedeliveryDelay changes the delay applied to messages this session
-// rolls back or recovers from now on (seed: "Setting a Redelivery Delay").
+// SetRedeliveryDelay changes the delay applied to messages this session rolls
+// back or recovers from now on (WebLogic JMS "Managing Your Applications",
+// "Setting a Redelivery Delay").
 func (s *Session) SetRedeliveryDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // RedeliveryDelay returns the session's redelivery delay.
@@ -184,7 +187,34 @@ func (s *Session) settleTags(ctx context.Context, tag uint64, cumulative, sync b
 	if err != nil {
 		return err
 	}
-	return s.conn.b.settle(ctx, refsOf(ds), sync)
+	if err := s.conn.b.settle(ctx, refsOf(ds), sync); err != nil {
+		// The store refused it: the deliveries are still unacknowledged,
+		// except those settled all the same.
+		var ae *ackError
+		if errors.As(err, &ae) && len(ae.settled) > 0 {
+			ds = slices.DeleteFunc(ds, func(d delivery) bool { return slices.Contains(ae.settled, d.r) })
+		}
+		s.restorePending(ctx, ds)
+		return err
+	}
+	return nil
+}
+
+// restorePending gives back to the session deliveries taken for an
+// acknowledgement that failed, in tag order, so that they can be
+// acknowledged again, settled otherwise, or recovered; if the session
+// closed meanwhile they go back to their queues, as its close would have
+// sent them.
+func (s *Session) restorePending(ctx context.Context, ds []delivery) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.conn.b.requeue(ctx, refsOf(ds), false, 0)
+		return
+	}
+	s.pending = append(s.pending, ds...)
+	slices.SortFunc(s.pending, func(a, b delivery) int { return cmp.Compare(a.tag, b.tag) })
+	s.mu.Unlock()
 }
 
 // Acknowledge acknowledges the delivery with the given tag. In a
@@ -192,6 +222,10 @@ func (s *Session) settleTags(ctx context.Context, tag uint64, cumulative, sync b
 // delivered up to and including it; otherwise only that one. It returns once
 // the acknowledgement is durable. In a transacted session it is an error:
 // Commit acknowledges.
+//
+// When the store refuses the acknowledgement it returns the store's error
+// and the deliveries stay unacknowledged: acknowledge them again, settle
+// them otherwise (Settle), or let recovery or a close return them.
 func (s *Session) Acknowledge(ctx context.Context, tag uint64) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -334,8 +368,9 @@ func (s *Session) AcknowledgeIn(tx *Txn, tag uint64) error {
 }
 
 // Close closes the session: its consumers and browsers close, an open
-// transaction rolls back, and unacknowledged messages go back to their
-// queues without counting as failed deliveries (seed: "Closing a Session").
+// transaction rolls back, and unacknowledged messages go back to their queues
+// without counting as failed deliveries (WebLogic JMS "Managing Your
+// Applications", "Closing a Session").
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -461,8 +496,8 @@ func (s *Session) CreateConsumer(dest message.Destination, opts ConsumerOptions)
 
 // Unsubscribe deletes the durable subscription name of this connection's
 // client ID. It fails while a consumer is active on it or while one of its
-// messages is unacknowledged or in a transaction (seed: "Deleting Durable
-// Subscriptions").
+// messages is unacknowledged or in a transaction (WebLogic JMS "Managing Your
+// Applications", "Deleting Durable Subscriptions").
 func (s *Session) Unsubscribe(ctx context.Context, name string) error {
 	if err := s.checkOpen(); err != nil {
 		return err

@@ -13,10 +13,11 @@ import (
 	"github.com/sluicemq/sluice/grammar/selector"
 )
 
-// topic fans messages out to its subscriptions. Subscriptions whose
-// selector has the seed's targeted form "identifier IS NOT NULL" are indexed
-// by that identifier, so a message that names two of ten thousand such
-// subscribers costs work for two.
+// topic fans messages out to its subscriptions. Subscriptions whose selector
+// has the targeted form "identifier IS NOT NULL" of WebLogic JMS "Managing
+// Your Applications", "Indexing Topic Subscriber Message Selectors To Optimize
+// Performance", are indexed by that identifier, so a message that names two of
+// ten thousand such subscribers costs work for two.
 //
 // A topic's quota (its policy's MaxMessages and MaxBytes) bounds what its
 // subscriptions hold together: every subscription's copy of a message
@@ -237,7 +238,8 @@ func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
 	return refs
 }
 
-// validSubscriptionName refuses the characters the seed forbids.
+// validSubscriptionName refuses the characters WebLogic JMS "Managing Your
+// Applications", "Creating Subscribers for a Durable Subscription", forbids.
 func validSubscriptionName(name string) error {
 	if name == "" {
 		return errorf(CodeJMS, "subscription name is empty")
@@ -249,7 +251,8 @@ func validSubscriptionName(name string) error {
 }
 
 // subscriptionKey identifies a subscription. Subscriptions made under
-// different client ID policies are independent, as the seed requires.
+// different client ID policies are independent, as WebLogic JMS "Managing Your
+// Applications", "Setting the Client ID Policy", requires.
 func subscriptionKey(durable bool, policy ClientIDPolicy, clientID, name string) string {
 	kind := "n"
 	if durable {
@@ -359,12 +362,13 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 }
 
 // subscribeSharable finds or makes the non-durable subscription that the
-// Sharable subscribers of a topic with the same client ID, client ID
-// policy and selector share (seed: "Consumers can share a non-durable
-// subscriptions only if they have the same Client ID and Client ID
-// Policy"): each message goes to one of them. It lasts while it has a
-// subscriber, as any non-durable subscription. Subscribers with noLocal
-// keep subscriptions of their own: whose connection would be local?
+// Sharable subscribers of a topic with the same client ID, client ID policy
+// and selector share (WebLogic JMS "Managing Your Applications", "Creating a
+// Sharable Subscription Policy": "Consumers can share a non-durable
+// subscriptions only if they have the same Client ID and Client ID Policy"):
+// each message goes to one of them. It lasts while it has a subscriber, as any
+// non-durable subscription. Subscribers with noLocal keep subscriptions of
+// their own: whose connection would be local?
 func (b *Broker) subscribeSharable(conn *Connection, d *destination, opts ConsumerOptions, sel *selector.Selector) *subscription {
 	policy, clientID := conn.ClientIDPolicy(), conn.ClientID()
 	key := fmt.Sprintf("w|%d|%q|%q|%q", policy, clientID, d.dest.String(), opts.Selector)

@@ -148,9 +148,10 @@ func (t *Txn) Rollback(ctx context.Context) {
 	t.rollback(ctx, true)
 }
 
-// abandon rolls back a transaction its client left open (connection or
-// session closed): its sends give back their room under the quota, and the
-// acknowledged messages come back without a redelivery delay, as the seed
+// abandon rolls back a transaction its client left open (connection or session
+// closed): its sends give back their room under the quota, and the
+// acknowledged messages come back without a redelivery delay, as WebLogic JMS
+// "Managing Your Applications", "Setting a Redelivery Delay for Messages",
 // requires for work left uncommitted.
 func (t *Txn) abandon() {
 	t.rollback(context.Background(), false)

@@ -777,7 +777,13 @@ func (c *adminClient) importCmd() *cobra.Command {
 topic (published to its subscriptions) or a durable subscription. Messages
 keep their JMSMessageID, timestamp, priority, expiration, delivery mode and
 typed properties. The whole file is checked first: a bad line imports
-nothing. FILE - (or no FILE) reads standard input.`,
+nothing. FILE - (or no FILE) reads standard input.
+
+Import skips a message whose JMSMessageID the target already holds (waiting,
+scheduled, or delivered and not yet acknowledged) or that an earlier line of
+the file carries, and says how many it skipped: importing a file twice adds
+its messages once. Into a topic, a subscription that holds the ID already is
+skipped; the others get the message.`,
 		Args: cobra.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var file string
@@ -812,11 +818,11 @@ nothing. FILE - (or no FILE) reads standard input.`,
 				_, err = c.out.Write(raw)
 				return err
 			}
-			var out struct{ Imported int }
+			var out struct{ Imported, Skipped int }
 			if err := json.Unmarshal(raw, &out); err != nil {
-				return err
+				return fmt.Errorf("import answer: %w", err)
 			}
-			fmt.Fprintf(c.out, "imported %d messages into %s\n", out.Imported, label)
+			fmt.Fprintf(c.out, "imported %d messages into %s, skipped %d already present\n", out.Imported, label, out.Skipped)
 			return nil
 		},
 	}

@@ -254,3 +254,42 @@ func TestAdminCLICredentialHelpers(t *testing.T) {
 		t.Fatalf("new-token printed %q", out)
 	}
 }
+
+// TestAdminImportTwice: importing the same file twice adds its messages once
+// and the second run says it skipped them.
+func TestAdminImportTwice(t *testing.T) {
+	eng, url, tok := admServer(t)
+	admMust(t, url, tok, "create", "queue", "orders")
+	admSendN(t, eng, message.Destination{Kind: message.Queue, Name: "orders"}, 3, "")
+	file := filepath.Join(t.TempDir(), "orders.ndjson")
+	admMust(t, url, tok, "export", "orders", "-o", file)
+	admMust(t, url, tok, "create", "queue", "copy")
+	for i, want := range []string{
+		"imported 3 messages into /queue/copy, skipped 0 already present",
+		"imported 0 messages into /queue/copy, skipped 3 already present",
+	} {
+		if out := admMust(t, url, tok, "import", "copy", file); !strings.Contains(out, want) {
+			t.Fatalf("import %d: %q, want %q", i+1, out, want)
+		}
+	}
+	var res map[string]int
+	if err := json.Unmarshal([]byte(admMust(t, url, tok, "--json", "import", "orders", file)), &res); err != nil ||
+		res["imported"] != 0 || res["skipped"] != 3 {
+		t.Fatalf("--json import onto the messages' own queue: %v %v", res, err)
+	}
+	var ds []struct {
+		Name     string
+		Messages int
+	}
+	if err := json.Unmarshal([]byte(admMust(t, url, tok, "--json", "destinations", "--kind", "queue")), &ds); err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 {
+		t.Fatalf("queues: %+v", ds)
+	}
+	for _, d := range ds {
+		if d.Messages != 3 {
+			t.Errorf("%s holds %d messages, want 3", d.Name, d.Messages)
+		}
+	}
+}

@@ -66,12 +66,17 @@ files.`,
 			if flags.Changed("log-format") {
 				cfg.LogFormat = format
 			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
 			if check {
+				// Every check serve makes before it opens the store and
+				// binds its listeners.
+				if err := broker.Check(cfg); err != nil {
+					return err
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), "configuration ok")
 				return nil
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
 			}
 			return serve(cmd.Context(), cfg)
 		},

@@ -1,7 +1,9 @@
 // Package message is Sluice's JMS message model: the header fields of the
-// WebLogic JMS header table (seed Table 6-3) plus JMSXDeliveryCount, typed
-// properties with the JMS conversion chart (seed Table 6-5), and the five body
-// kinds (text, bytes, map, stream, XML text).
+// WebLogic JMS header table (Table 6-3 of WebLogic JMS "Managing Your
+// Applications", "Setting Message Header Fields") plus JMSXDeliveryCount,
+// typed properties with the JMS conversion chart (its Table 6-5, "Setting
+// Message Property Fields"), and the five body kinds (text, bytes, map,
+// stream, XML text).
 //
 // A Message is immutable once the engine has accepted it: the engine shares one
 // *Message between every queue and subscription that holds it, and keeps the

@@ -46,7 +46,8 @@ func (e *PropertyNameError) Error() string {
 }
 
 // PropertyTypeError is a property value whose type is not one of the eight
-// property types of the seed's Table 6-4.
+// property types of Table 6-4 of WebLogic JMS "Managing Your Applications"
+// ("Setting Message Property Fields").
 type PropertyTypeError struct {
 	Name string
 	Type Type

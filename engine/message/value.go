@@ -4,8 +4,9 @@ package message
 type Type uint8
 
 // The JMS value types. Null is an absent value. Bytes and Char occur only in
-// map and stream bodies; properties are limited to the eight types of the
-// seed's Table 6-4.
+// map and stream bodies; properties are limited to the eight types of Table
+// 6-4 of WebLogic JMS "Managing Your Applications" ("Setting Message Property
+// Fields").
 const (
 	Null Type = iota
 	Bool

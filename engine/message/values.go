@@ -84,8 +84,9 @@ func (t Type) String() string {
 func (t Type) valid() bool { return t <= Char }
 
 // IsPropertyType reports whether a property may have type t: the eight types
-// of the seed's Table 6-4 (boolean, byte, short, int, long, float, double,
-// string). Bytes, char and null are refused.
+// of Table 6-4 of WebLogic JMS "Managing Your Applications", "Setting Message
+// Property Fields": boolean, byte, short, int, long, float, double, string.
+// Bytes, char and null are refused.
 func (t Type) IsPropertyType() bool { return t >= Bool && t <= String }
 
 // ParseType returns the Type named s, one of the names Type.String returns.
@@ -99,9 +100,10 @@ func ParseType(s string) (Type, error) {
 	return Null, fmt.Errorf("message: unknown value type %q (want boolean, byte, short, int, long, float, double, string, bytes, char or null)", s)
 }
 
-// ConversionError is a read that the JMS conversion chart (seed Table 6-5,
-// extended to char and bytes as for JMS MapMessage) marks "No": the Java
-// MessageFormatException. What names the value read (`property "x"`, `map
+// ConversionError is a read that the JMS conversion chart (Table 6-5 of
+// WebLogic JMS "Managing Your Applications", "Setting Message Property
+// Fields", extended to char and bytes as for JMS MapMessage) marks "No": the
+// Java MessageFormatException. What names the value read (`property "x"`, `map
 // entry "k"`); it is empty for a bare Value.
 type ConversionError struct {
 	From, To Type
@@ -167,9 +169,10 @@ func describe(err error, what string) error {
 	return err
 }
 
-// Reading values follows the conversion chart of the seed's Table 6-5, which
-// is the JMS 1.1 §3.5.4 chart (the seed labels its all-YES row "Object"; in
-// JMS it is the String row, the only written type every column accepts):
+// Reading values follows the conversion chart of Table 6-5 of WebLogic JMS
+// "Managing Your Applications" ("Setting Message Property Fields"), which is
+// the JMS 1.1 §3.5.4 chart (the table labels its all-YES row "Object"; in JMS
+// it is the String row, the only written type every column accepts):
 //
 //	written as  boolean byte short char int long float double String bytes
 //	boolean       YES                                           YES

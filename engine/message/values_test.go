@@ -35,8 +35,9 @@ func readAs(v Value, to Type) (any, error) {
 	panic("no getter for " + to.String())
 }
 
-// The seed's Table 6-5, transcribed cell by cell. Columns are in the seed's
-// order; the row the seed labels "Object" is the String row (see the doc
+// Table 6-5 of WebLogic JMS "Managing Your Applications" ("Setting Message
+// Property Fields"), transcribed cell by cell. Columns are in the table's
+// order; the row the table labels "Object" is the String row (see the doc
 // comment above Value.AsBool).
 var chartColumns = []Type{Bool, Byte, Double, Float, Int, Long, Short, String}
 
@@ -119,7 +120,7 @@ func TestConversionChartMapTypes(t *testing.T) {
 	for _, from := range all {
 		for _, to := range all {
 			if from != Char && from != Bytes && to != Char && to != Bytes {
-				continue // the seed's chart, tested above
+				continue // WebLogic's chart (Table 6-5), tested above
 			}
 			yes := from == to || (from == Char && to == String)
 			got, err := readAs(values[from], to)

@@ -73,14 +73,20 @@
 //
 // A schedule is read as wall-clock time in a time zone: Next uses the
 // Location of the time it is given, and returns a time in that Location.
-// Every wall-clock time the schedule matches is due once, at the first
-// instant at which the wall clock reads that time or later:
+// Every wall-clock time the schedule matches is due once; a time that
+// occurs once is due then. Around daylight-saving transitions this package
+// does what WebLogic's Schedule does, which resolves the schedule's fields
+// with a lenient java.util.GregorianCalendar:
 //
 //   - Gap: when clocks are put forward, the skipped wall times do not
-//     occur; each is due at the end of the gap, the instant of the
-//     transition. In New York on 8 March 2026 clocks go from 02:00 EST to
-//     03:00 EDT, so "0 0 30 2 * * *" is due at 03:00 EDT that day. Several
-//     skipped times fall due together, and Next returns that instant once.
+//     occur; each is read in the offset in force before the change, so it
+//     is due the gap's length later than it says. In New York on 8 March
+//     2026 clocks go from 02:00 EST to 03:00 EDT, so "0 0 50 2 * * *" is
+//     due at 03:50 EDT (02:50 EST) that day, and "0 0 0 2 * * *" at 03:00
+//     EDT. A skipped time can therefore be due after later wall times:
+//     "0 0 50 2 * * *;0 0 10 3 * * *" asked after 01:50 EST is due at 03:10
+//     EDT, then at 03:50 EDT. Two wall times that name the same instant
+//     (02:10 and 03:10 that day) are due once.
 //   - Overlap: when clocks are put back, the repeated wall times are due at
 //     their first occurrence only. In New York on 1 November 2026 clocks go
 //     from 02:00 EDT back to 01:00 EST, so "0 0 30 1 * * *" is due at 01:30

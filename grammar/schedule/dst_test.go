@@ -26,16 +26,26 @@ func TestNextDST(t *testing.T) {
 	tests := []struct {
 		name, zone, src, after, want string
 	}{
-		// Gap: a wall time that does not exist is due at the end of the gap.
-		{"NY gap: 02:30 is due at 03:00 EDT", "America/New_York", "0 0 30 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:00:00.000-04:00"},
-		{"NY gap: then the next day", "America/New_York", "0 0 30 2 * * *", "2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00.000-04:00"},
+		// Gap: a wall time that does not exist is due the gap's length
+		// later, as java.util.GregorianCalendar resolves it: 02:50 EST,
+		// which the clock never shows, is 03:50 EDT.
+		{"NY gap: 02:50 is due at 03:50 EDT", "America/New_York", "0 0 50 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:50:00.000-04:00"},
+		{"NY gap: 02:30 is due at 03:30 EDT", "America/New_York", "0 0 30 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:30:00.000-04:00"},
+		{"NY gap: still due after the gap", "America/New_York", "0 0 30 2 * * *", "2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00.000-04:00"},
+		{"NY gap: then the next day", "America/New_York", "0 0 30 2 * * *", "2026-03-08T03:30:00-04:00", "2026-03-09T02:30:00.000-04:00"},
+		{"NY gap: 03:10 comes before 02:50", "America/New_York", "0 0 50 2 * * *;0 0 10 3 * * *", "2026-03-08T01:50:00-05:00", "2026-03-08T03:10:00.000-04:00"},
+		{"NY gap: then 02:50 at 03:50", "America/New_York", "0 0 50 2 * * *;0 0 10 3 * * *", "2026-03-08T03:10:00-04:00", "2026-03-08T03:50:00.000-04:00"},
+		{"NY gap: then the next day's 02:50", "America/New_York", "0 0 50 2 * * *;0 0 10 3 * * *", "2026-03-08T03:50:00-04:00", "2026-03-09T02:50:00.000-04:00"},
+		{"NY gap: one schedule, both", "America/New_York", "0 0 10,50 2,3 * * *", "2026-03-08T01:50:00-05:00", "2026-03-08T03:10:00.000-04:00"},
+		{"NY gap: 02:50 from inside the shifted hour", "America/New_York", "0 0 10,50 2,3 * * *", "2026-03-08T03:20:00-04:00", "2026-03-08T03:50:00.000-04:00"},
 		{"NY gap: 02:00 too", "America/New_York", "0 0 0 2 * * *", "2026-03-08T01:59:59.999-05:00", "2026-03-08T03:00:00.000-04:00"},
 		{"NY gap: 03:00 exists", "America/New_York", "0 0 0 3 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:00:00.000-04:00"},
 		{"NY gap: every ms jumps the gap", "America/New_York", "* * * * * * *", "2026-03-08T01:59:59.999-05:00", "2026-03-08T03:00:00.000-04:00"},
 		{"NY gap: every ms goes on after it", "America/New_York", "* * * * * * *", "2026-03-08T03:00:00-04:00", "2026-03-08T03:00:00.001-04:00"},
 		{"NY gap: half hours collapse once", "America/New_York", "0 0 0,30 * * * *", "2026-03-08T01:30:00-05:00", "2026-03-08T03:00:00.000-04:00"},
 		{"NY gap: half hours, after the gap", "America/New_York", "0 0 0,30 * * * *", "2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00.000-04:00"},
-		{"NY gap: 02:xx during the gap hour", "America/New_York", "0 0 15,45 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:00:00.000-04:00"},
+		{"NY gap: 02:xx during the gap hour", "America/New_York", "0 0 15,45 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-08T03:15:00.000-04:00"},
+		{"NY gap: 02:xx, the second", "America/New_York", "0 0 15,45 2 * * *", "2026-03-08T03:15:00-04:00", "2026-03-08T03:45:00.000-04:00"},
 		{"NY gap: after in UTC, result in UTC", "UTC", "0 0 30 2 * * *", "2026-03-08T00:00:00-05:00", "2026-03-09T02:30:00.000Z"},
 
 		// Overlap: a wall time that occurs twice is due at its first occurrence only.
@@ -48,7 +58,7 @@ func TestNextDST(t *testing.T) {
 		{"NY overlap: 01:00 hour, not repeated", "America/New_York", "* * * 1 * * *", "2026-11-01T01:59:59.999-04:00", "2026-11-02T01:00:00.000-05:00"},
 		{"NY overlap: 02:00 EST", "America/New_York", "0 0 0 2 * * *", "2026-11-01T00:00:00-04:00", "2026-11-01T02:00:00.000-05:00"},
 
-		{"Berlin gap: 02:30 at 03:00 CEST", "Europe/Berlin", "0 0 30 2 * * *", "2026-03-29T00:00:00+01:00", "2026-03-29T03:00:00.000+02:00"},
+		{"Berlin gap: 02:30 at 03:30 CEST", "Europe/Berlin", "0 0 30 2 * * *", "2026-03-29T00:00:00+01:00", "2026-03-29T03:30:00.000+02:00"},
 		{"Berlin gap: every ms", "Europe/Berlin", "* * * * * * *", "2026-03-29T01:59:59.999+01:00", "2026-03-29T03:00:00.000+02:00"},
 		{"Berlin gap: 03:30 after the gap", "Europe/Berlin", "0 0 30 2,3 * * *", "2026-03-29T03:00:00+02:00", "2026-03-29T03:30:00.000+02:00"},
 		{"Berlin overlap: first 02:30", "Europe/Berlin", "0 0 30 2 * * *", "2026-10-25T00:00:00+02:00", "2026-10-25T02:30:00.000+02:00"},
@@ -58,7 +68,7 @@ func TestNextDST(t *testing.T) {
 
 		// Lord Howe Island moves its clocks by half an hour (02:00 to 02:30 on
 		// 4 October 2026, 02:00 back to 01:30 on 5 April 2026).
-		{"Lord Howe gap", "Australia/Lord_Howe", "0 0 15 2 * * *", "2026-10-04T00:00:00+10:30", "2026-10-04T02:30:00.000+11:00"},
+		{"Lord Howe gap: half an hour later", "Australia/Lord_Howe", "0 0 15 2 * * *", "2026-10-04T00:00:00+10:30", "2026-10-04T02:45:00.000+11:00"},
 		{"Lord Howe overlap", "Australia/Lord_Howe", "0 0 45 1 * * *", "2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00.000+10:30"},
 	}
 	for _, tt := range tests {
@@ -104,7 +114,7 @@ func TestNextDSTWalk(t *testing.T) {
 	for day, n := range perDay {
 		want := 48
 		if day == "2026-03-08" {
-			want = 46 // 02:00, 02:30 and 03:00 are all due at 03:00 EDT
+			want = 46 // 02:00 and 03:00 are due at 03:00 EDT, 02:30 and 03:30 at 03:30 EDT
 		}
 		if day == "2026-11-01" {
 			want = 48 // the repeated 01:00 and 01:30 are not due again

@@ -12,8 +12,10 @@ import (
 // built from them. The grammar types are a parse tree only; compile.go turns
 // them into the bit sets that Next searches.
 //
-// The type names become the production names of EBNF(), so they follow the
-// seed's BNF: millisecond second minute hour dayOfMonth month dayOfWeek.
+// The type names become the production names of EBNF(), so they follow the BNF
+// of WebLogic JMS "Managing Your Applications", "Setting a Scheduled
+// Time-to-Deliver Override": millisecond second minute hour dayOfMonth month
+// dayOfWeek.
 
 // scheduleList is the whole input: one or more schedules separated by ';'.
 type scheduleList struct {

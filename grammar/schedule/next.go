@@ -22,25 +22,52 @@ const HorizonYears = 100
 // The equivalent of WebLogic's Schedule.nextScheduledTime(schedule) is
 // s.Next(time.Now()).
 func (s *Schedule) Next(after time.Time) time.Time {
+	loc := after.Location()
 	from := maxWall(after).addMilli()
-	var best civil
-	found := false
-	for i := range s.specs {
-		w, ok := s.specs[i].next(from, from.year+HorizonYears)
-		if ok && (!found || w.less(best)) {
-			best, found = w, true
-		}
-	}
-	if !found {
+	best, ok := s.nextWall(from, from.year+HorizonYears)
+	if !ok {
 		return time.Time{}
 	}
-	t := resolve(best, after.Location())
+	t := resolve(best, loc)
+	if g, in := gapOf(best, loc); in {
+		// A skipped wall time is due a gap's length later (see resolve),
+		// so wall times just after the gap can be due before it.
+		if w, ok := s.nextWall(g.end, g.end.year); ok {
+			if u := resolve(w, loc); u.Before(t) {
+				t = u
+			}
+		}
+	}
+	// Just after a gap, skipped wall times already behind the wall clock
+	// can still be due: those the clock before the change would not yet
+	// have shown.
+	if g, ok := gapBefore(after); ok {
+		if w, ok := s.nextWall(g.wallBefore(after).addMilli(), g.end.year); ok && w.less(g.end) {
+			if u := resolve(w, loc); u.After(after) && u.Before(t) {
+				t = u
+			}
+		}
+	}
 	if !t.After(after) {
 		// Unreachable by construction (see maxWall); never return a time
 		// that is not after after.
 		return time.Time{}
 	}
 	return t
+}
+
+// nextWall is the earliest wall-clock reading at or after from that any
+// of the schedules matches, searching no later than the end of year limit.
+func (s *Schedule) nextWall(from civil, limit int) (civil, bool) {
+	var best civil
+	found := false
+	for i := range s.specs {
+		w, ok := s.specs[i].next(from, limit)
+		if ok && (!found || w.less(best)) {
+			best, found = w, true
+		}
+	}
+	return best, found
 }
 
 // NextMillis parses src and returns the next time it is due strictly after
@@ -306,42 +333,110 @@ func maxWall(after time.Time) civil {
 	return m
 }
 
-// resolve is the first instant at which the wall clock in loc reads w or
-// later: w's only instant if it occurs once, its first occurrence if the
-// clocks were put back over it, and the end of the gap (the instant of the
-// transition) if the clocks skipped it.
+// resolve is the instant at which the wall-clock time w in loc is due: w's
+// only instant if it occurs once, its first occurrence if the clocks were
+// put back over it, and, if the clocks skipped it, the instant w names in
+// the offset in force before the gap: a gap's length after the wall clock
+// would have shown it, as java.util.GregorianCalendar, which WebLogic's
+// Schedule uses, resolves it (02:50 on a day New York skips 02:00-03:00 is
+// 03:50 EDT).
 func resolve(w civil, loc *time.Location) time.Time {
+	if g, in := gapOf(w, loc); in {
+		return w.in(g.offsetBefore).In(loc)
+	}
 	t := time.Date(w.year, time.Month(w.month), w.day, w.hour, w.minute, w.second, w.milli*1e6, loc)
-	got := civilOf(t)
-	switch {
-	case got == w:
-		// w occurs; move to an earlier occurrence in the zone before, if any.
-		for range 4 {
-			start, _ := t.ZoneBounds()
-			if start.IsZero() || t.Sub(start) > overlapWindow {
-				break
-			}
-			_, offset := start.Add(-time.Nanosecond).Zone()
-			asUTC := time.Date(w.year, time.Month(w.month), w.day, w.hour, w.minute, w.second, w.milli*1e6, time.UTC)
-			earlier := asUTC.Add(-time.Duration(offset) * time.Second).In(loc)
-			if !earlier.Before(start) || civilOf(earlier) != w {
-				break
-			}
-			t = earlier
+	// w occurs; move to an earlier occurrence in the zone before, if any.
+	for range 4 {
+		start, _ := t.ZoneBounds()
+		if start.IsZero() || t.Sub(start) > overlapWindow {
+			break
 		}
-		return t
-	case w.less(got):
-		// w was skipped and t lies after the gap, which ended when t's zone
-		// began.
-		if start, _ := t.ZoneBounds(); !start.IsZero() && civilOf(start.Add(-time.Nanosecond)).less(w) && !civilOf(start).less(w) {
-			return start
+		_, offset := start.Add(-time.Nanosecond).Zone()
+		earlier := w.in(offset).In(loc)
+		if !earlier.Before(start) || civilOf(earlier) != w {
+			break
 		}
-	default:
-		// w was skipped and t lies before the gap, which ends when t's zone
-		// ends.
-		if _, end := t.ZoneBounds(); !end.IsZero() && !civilOf(end).less(w) {
-			return end
-		}
+		t = earlier
 	}
 	return t
+}
+
+// in is the instant c names at a fixed offset east of UTC, in seconds.
+func (c civil) in(offset int) time.Time {
+	asUTC := time.Date(c.year, time.Month(c.month), c.day, c.hour, c.minute, c.second, c.milli*1e6, time.UTC)
+	return asUTC.Add(-time.Duration(offset) * time.Second)
+}
+
+// gap is a transition at which the clocks were put forward: the wall
+// clock read start (in the old offset) at the instant at, and then end.
+// The wall times from start up to but not including end do not occur.
+type gap struct {
+	at           time.Time
+	start, end   civil
+	offsetBefore int // seconds east of UTC before the transition
+}
+
+// wallBefore is what the wall clock would read at t had the clocks not
+// been put forward.
+func (g gap) wallBefore(t time.Time) civil {
+	return civilOf(t.In(time.FixedZone("", g.offsetBefore)))
+}
+
+// gapOf reports whether the clocks in loc skip the wall-clock time w, and
+// the gap that does.
+func gapOf(w civil, loc *time.Location) (gap, bool) {
+	t := time.Date(w.year, time.Month(w.month), w.day, w.hour, w.minute, w.second, w.milli*1e6, loc)
+	got := civilOf(t)
+	var at time.Time
+	switch {
+	case got == w:
+		return gap{}, false
+	case w.less(got):
+		// t lies after the gap, which ended when t's zone began.
+		at, _ = t.ZoneBounds()
+	default:
+		// t lies before the gap, which ends when t's zone ends.
+		_, at = t.ZoneBounds()
+	}
+	if at.IsZero() {
+		return gap{}, false
+	}
+	g, ok := gapAt(at)
+	if !ok || w.less(g.start) || !w.less(g.end) {
+		return gap{}, false
+	}
+	return g, true
+}
+
+// gapAt describes the transition at the instant at, if it put the clocks
+// forward.
+func gapAt(at time.Time) (gap, bool) {
+	before := at.Add(-time.Nanosecond)
+	_, offBefore := before.Zone()
+	_, offAfter := at.Zone()
+	if offAfter <= offBefore {
+		return gap{}, false
+	}
+	g := gap{at: at, end: civilOf(at), offsetBefore: offBefore}
+	g.start = civilOf(at.In(time.FixedZone("", offBefore)))
+	return g, true
+}
+
+// gapBefore finds a gap whose skipped wall times are not all due yet at
+// after: one whose transition is at or before after by less than the
+// gap's length.
+func gapBefore(after time.Time) (gap, bool) {
+	start, _ := after.ZoneBounds()
+	if start.IsZero() || after.Before(start) || after.Sub(start) > overlapWindow {
+		return gap{}, false
+	}
+	g, ok := gapAt(start)
+	if !ok {
+		return gap{}, false
+	}
+	_, offAfter := start.Zone()
+	if after.Sub(start) >= time.Duration(offAfter-g.offsetBefore)*time.Second {
+		return gap{}, false
+	}
+	return g, true
 }

@@ -45,7 +45,7 @@ func TestNext(t *testing.T) {
 		{"9 to 5, after", "* * * 9-16 * * *", "2026-05-12T16:59:59.999Z", "2026-05-13T09:00:00.000Z"},
 
 		// Erratum: captioned "the second Tuesday", but 2 is Monday.
-		{"second Monday (seed: Tuesday)", "* * * * 8-14 * 2", tuesday, "2026-06-08T00:00:00.000Z"},
+		{"second Monday (Table 6-1: Tuesday)", "* * * * 8-14 * 2", tuesday, "2026-06-08T00:00:00.000Z"},
 		{"second Monday, within it", "* * * * 8-14 * 2", "2026-05-11T23:59:59.998Z", "2026-05-11T23:59:59.999Z"},
 		{"second Tuesday is 3", "* * * * 8-14 * 3", "2026-05-13T00:00:00Z", "2026-06-09T00:00:00.000Z"},
 

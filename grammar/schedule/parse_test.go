@@ -54,7 +54,7 @@ func TestParseValues(t *testing.T) {
 		{"table: half-hour", "0 0 0,30 * * * *", []string{"ms=0 s=0 min=0,30 h=* dom=* mon=* dow=*"}},
 		{"table: first minute of the half hours at 4 and 5", "* * 0,30 4-5 * * *", []string{"ms=* s=* min=0,30 h=4-5 dom=* mon=* dow=*"}},
 		{"table: 9 to 5", "* * * 9-16 * * *", []string{"ms=* s=* min=* h=9-16 dom=* mon=* dow=*"}},
-		{"table: second Monday (the seed says Tuesday)", "* * * * 8-14 * 2", []string{"ms=* s=* min=* h=* dom=8-14 mon=* dow=1"}},
+		{"table: second Monday (Table 6-1 says Tuesday)", "* * * * 8-14 * 2", []string{"ms=* s=* min=* h=* dom=8-14 mon=* dow=1"}},
 		{"table: Sunday afternoon, 0 = Sunday", "* * * 13-16 * * 0", []string{"ms=* s=* min=* h=13-16 dom=* mon=* dow=0"}},
 		{"table: April 15th on a Sunday", "* * * * 15 4 1", []string{"ms=* s=* min=* h=* dom=15 mon=4 dow=0"}},
 		{"table: weekdays and weekends", "0 0 0 1 * * 2-6;0 0 0 2 * * 1,7", []string{

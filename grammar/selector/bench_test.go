@@ -69,7 +69,8 @@ func benchmarkSelector(b *testing.B, src string) {
 	}
 }
 
-// BenchmarkPriority is the seed's JMSPriority >= 6.
+// BenchmarkPriority is JMSPriority >= 6, the example of WebLogic JMS "Managing
+// Your Applications", "Defining Message Selectors Using SQL Statements".
 func BenchmarkPriority(b *testing.B) { benchmarkSelector(b, priorityBench) }
 
 // BenchmarkFiveClauses is a five-clause AND/OR selector with IN and LIKE
@@ -96,8 +97,9 @@ func BenchmarkLikePathological(b *testing.B) {
 	}
 }
 
-// BenchmarkXMLSelector is the seed's XML example: it parses the body each
-// time.
+// BenchmarkXMLSelector is the XML example of WebLogic JMS "Managing Your
+// Applications", "Defining XML Message Selectors Using XML Selector Method":
+// it parses the body each time.
 func BenchmarkXMLSelector(b *testing.B) {
 	s := MustCompile("JMS_BEA_SELECT('xpath', '/order/item[2]/name/text()') = 'Mitre Saw'")
 	m := props().withBody(orderXML)

@@ -7,7 +7,8 @@ import (
 )
 
 // fuzzMsg is the fixed message fuzzed selectors are evaluated against: a
-// few properties of each kind, headers, and the seed's XML body.
+// few properties of each kind, headers, and the XML body of WebLogic's
+// example ("Defining XML Message Selectors Using XML Selector Method").
 func fuzzMsg() testMsg {
 	return props("a", 1, "b", 2.5, "s", "WebLogic", "t", true, "f", false, "n", nan,
 		"salary", 70000, "dept", "eng", "hireyear", 1991).

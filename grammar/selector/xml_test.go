@@ -24,12 +24,14 @@ const orderXML = `<order>
        </item>
 </order>`
 
-// TestXMLSelector covers JMS_BEA_SELECT, the seed's examples first.
+// TestXMLSelector covers JMS_BEA_SELECT, the examples of WebLogic JMS
+// "Managing Your Applications", "Defining XML Message Selectors Using XML
+// Selector Method" first.
 func TestXMLSelector(t *testing.T) {
 	order := props("n", 3).withBody(orderXML)
 	runEval(t, []evalCase{
-		{"seed: mitre saw", "JMS_BEA_SELECT('xpath', '/order/item[2]/name/text()') = 'Mitre Saw'", order, True},
-		{"seed: id 66", "JMS_BEA_SELECT('xpath', '/order/item[3]/id/text()') = '66'", order, True},
+		{"WebLogic example: mitre saw", "JMS_BEA_SELECT('xpath', '/order/item[2]/name/text()') = 'Mitre Saw'", order, True},
+		{"WebLogic example: id 66", "JMS_BEA_SELECT('xpath', '/order/item[3]/id/text()') = '66'", order, True},
 		{"other item", "JMS_BEA_SELECT('xpath', '/order/item[1]/name/text()') = 'Mitre Saw'", order, False},
 		{"element value", "JMS_BEA_SELECT('xpath', '/order/item[2]/name') = 'Mitre Saw'", order, True},
 		{"first of many", "JMS_BEA_SELECT('xpath', '//id') = '007'", order, True},
@@ -49,7 +51,8 @@ func TestXMLSelector(t *testing.T) {
 		{"declared encoding", "JMS_BEA_SELECT('xpath', '/a') = 'é'", props().withBody("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>\xe9</a>"), True},
 		{"white space is a value", "JMS_BEA_SELECT('xpath', '/a') = ' '", props().withBody("<a> </a>"), True},
 
-		// The seed's three NULL cases.
+		// The three NULL cases of "Defining XML Message Selectors Using XML
+		// Selector Method".
 		{"null: missing end tag", "JMS_BEA_SELECT('xpath', '/order/item') IS NULL", props().withBody("<order><item>1</item>"), True},
 		{"null: mismatched tags", "JMS_BEA_SELECT('xpath', '/order') IS NULL", props().withBody("<order><item></order>"), True},
 		{"null: not XML", "JMS_BEA_SELECT('xpath', '/order') IS NULL", props().withBody("Hi there!"), True},

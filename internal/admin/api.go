@@ -829,12 +829,12 @@ func (s *Server) importMessages(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	n, err := s.eng.ImportMessages(r.Context(), t, msgs)
+	res, err := s.eng.ImportMessages(r.Context(), t, msgs)
 	if err != nil {
-		s.failDone(w, r, err, &n)
+		s.failDone(w, r, err, &res.Imported)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"imported": n})
+	writeJSON(w, http.StatusOK, map[string]int{"imported": res.Imported, "skipped": res.Skipped})
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
@@ -97,8 +99,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, e
 }
 
 func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts startOptions) (*Broker, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
+	if err := Check(cfg); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -280,6 +282,71 @@ func (b *Broker) serve(name, addr string, srv server, tlsCfg *tls.Config) error 
 	}()
 	b.log.Info("listening", slog.String("protocol", name), slog.String("addr", ln.Addr().String()),
 		slog.Bool("tls", tlsCfg != nil))
+	return nil
+}
+
+// Check runs every check Start makes before it opens the store and binds
+// a listener: the configuration's Validate, then building what Start
+// builds from it (the security realm, the admin credentials and the
+// admin-listener rule, the destination policies, the configured
+// destinations, the connection defaults), and the data directory, which
+// must be a directory or creatable as one. It opens nothing and binds
+// nothing, so it can run beside a broker using the same configuration;
+// problems only opening the store can find (a store of a newer incarnation,
+// a locked or damaged file) are left to Start. `sluice serve
+// --check-config` is Check.
+func Check(cfg config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	realm, err := newRealm(cfg, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if _, err := adminAuth(cfg, realm); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := cfg.PolicyFunc(); err != nil {
+		errs = append(errs, fmt.Errorf("invalid configuration: %w", err))
+	}
+	if _, err := cfg.EngineDestinations(); err != nil {
+		errs = append(errs, fmt.Errorf("invalid configuration: %w", err))
+	}
+	if _, err := cfg.ConnectionOptions(); err != nil {
+		errs = append(errs, fmt.Errorf("invalid configuration: %w", err))
+	}
+	if err := checkDataDir(cfg.Data); err != nil {
+		errs = append(errs, fmt.Errorf("invalid configuration: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkDataDir reports a data directory Start could not create or use: a
+// path that names something other than a directory, or lies under one. It
+// creates nothing.
+func checkDataDir(dir string) error {
+	if dir == "" {
+		return errors.New("data: the data directory is empty")
+	}
+	// Up the path to the first part that exists; bounded by its depth.
+	p := filepath.Clean(dir)
+	for range 4096 {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil:
+			return fmt.Errorf("data %s: %s is not a directory", dir, p)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return fmt.Errorf("data %s: %w", dir, err)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return nil
+		}
+		p = parent
+	}
 	return nil
 }
 

@@ -233,8 +233,8 @@ func TestStartDataDirectoryIsAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Start(context.Background(), testConfig(file), nil)
-	if err == nil || !strings.Contains(err.Error(), "create data directory") {
-		t.Fatalf("Start = %v, want a create data directory error", err)
+	if err == nil || !strings.Contains(err.Error(), file+" is not a directory") {
+		t.Fatalf("Start = %v, want an error saying %s is not a directory", err, file)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,9 +100,20 @@ type ConfiguredDestination struct {
 	Created time.Time `toml:"created"`
 }
 
-// EngineDestinations translates the configured destinations.
+// EngineDestinations translates the configured destinations. The error
+// joins every problem of the sections.
 func (c *Config) EngineDestinations() ([]engine.ConfiguredDestination, error) {
+	out, errs := c.engineDestinations()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// engineDestinations is EngineDestinations returning each problem apart.
+func (c *Config) engineDestinations() ([]engine.ConfiguredDestination, []error) {
 	out := make([]engine.ConfiguredDestination, 0, len(c.ConfiguredDestinations))
+	var errs []error
 	seen := map[message.Destination]bool{}
 	for i, d := range c.ConfiguredDestinations {
 		var kind message.DestKind
@@ -111,19 +123,24 @@ func (c *Config) EngineDestinations() ([]engine.ConfiguredDestination, error) {
 		case "topic":
 			kind = message.Topic
 		default:
-			return nil, fmt.Errorf("configured_destination[%d]: kind %q: want queue or topic", i, d.Kind)
+			errs = append(errs, fmt.Errorf("configured_destination[%d]: kind %q: want queue or topic", i, d.Kind))
 		}
-		if d.Name == "" {
-			return nil, fmt.Errorf("configured_destination[%d]: name is empty", i)
+		if err := engine.ValidateDestinationName(d.Name); err != nil {
+			errs = append(errs, fmt.Errorf("configured_destination[%d]: %w", i, err))
+			continue
+		}
+		if kind == message.NoDest {
+			continue
 		}
 		dest := message.Destination{Kind: kind, Name: d.Name}
 		if seen[dest] {
-			return nil, fmt.Errorf("configured_destination[%d]: %s is configured twice", i, dest)
+			errs = append(errs, fmt.Errorf("configured_destination[%d]: %s is configured twice", i, dest))
+			continue
 		}
 		seen[dest] = true
 		out = append(out, engine.ConfiguredDestination{Destination: dest, Created: d.Created})
 	}
-	return out, nil
+	return out, errs
 }
 
 // Admin are the admin listener's users and bearer tokens. Secrets are
@@ -222,8 +239,15 @@ func Load(file string) (Config, error) {
 	if file == "" {
 		return cfg, nil
 	}
-	md, err := toml.DecodeFile(file, &cfg)
+	src, err := os.ReadFile(file)
 	if err != nil {
+		return cfg, fmt.Errorf("read config %s: %w", file, err)
+	}
+	md, err := toml.Decode(string(src), &cfg)
+	if err != nil {
+		if hint := quoteHint(src, err); hint != "" {
+			return cfg, fmt.Errorf("read config %s:%s", file, hint)
+		}
 		return cfg, fmt.Errorf("read config %s: %w", file, err)
 	}
 	if cfg.Dir, err = filepath.Abs(filepath.Dir(file)); err != nil {
@@ -238,6 +262,56 @@ func Load(file string) (Config, error) {
 	}
 	cfg.file = file
 	return cfg, nil
+}
+
+// incompatible matches the decoder's error for a value of the wrong TOML
+// type (BurntSushi/toml v1.6.0 reports it as a plain error, not a
+// toml.ParseError, so its text is all there is): the line, the dotted key,
+// the TOML type and the Go type.
+var incompatible = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]+)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// quoteHint explains a number, boolean or date given where the file needs
+// a string: "3: destination.time_to_deliver_override: quote it: \"5000\""
+// (the line, the key, the value quoted as it should be written). It
+// returns "" for any other error.
+func quoteHint(src []byte, err error) string {
+	m := incompatible.FindStringSubmatch(err.Error())
+	if m == nil || m[4] != "string" {
+		return ""
+	}
+	line, key, tomlType := m[1], m[2], m[3]
+	where := " "
+	if line != "" {
+		where = line + ": "
+	}
+	if strings.HasPrefix(tomlType, "[]") || strings.HasPrefix(tomlType, "map[") {
+		return fmt.Sprintf("%s%s: want a string, not an array or table", where, key)
+	}
+	leaf := key[strings.LastIndex(key, ".")+1:]
+	if n, err := strconv.Atoi(line); err == nil {
+		if value := valueOnLine(src, n, leaf); value != "" {
+			return fmt.Sprintf("%s%s: quote it: %q", where, key, value)
+		}
+	}
+	return fmt.Sprintf("%s%s: want a string: quote the value", where, key)
+}
+
+// valueOnLine returns the text of key's value on line n (1-based) of src,
+// or "" when the line does not hold it.
+func valueOnLine(src []byte, n int, key string) string {
+	lines := strings.SplitN(string(src), "\n", n+1)
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	re, err := regexp.Compile(`(?:^|[\s{,."'])` + regexp.QuoteMeta(key) + `["']?\s*=\s*([^,}#\]]*)`)
+	if err != nil {
+		return ""
+	}
+	m := re.FindStringSubmatch(lines[n-1])
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
 }
 
 // ApplyEnv overrides settings from SLUICE_* environment variables
@@ -292,9 +366,8 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))
 	}
-	if _, err := c.ConnectionOptions(); err != nil {
-		errs = append(errs, err)
-	}
+	_, problems := c.connectionOptions()
+	errs = append(errs, problems...)
 	if c.Connection.Prefetch < 0 {
 		errs = append(errs, fmt.Errorf("connection.prefetch must not be negative"))
 	}
@@ -303,11 +376,11 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Admin.validate()...)
 	errs = append(errs, c.validateSecurity()...)
-	if _, err := c.EngineDestinations(); err != nil {
-		errs = append(errs, err)
-	}
+	_, problems = c.engineDestinations()
+	errs = append(errs, problems...)
 	for i := range c.Destinations {
-		if _, err := c.Destinations[i].compile(); err != nil {
+		_, problems := c.Destinations[i].problems()
+		for _, err := range problems {
 			errs = append(errs, fmt.Errorf("destination[%d] (match %q): %w", i, c.Destinations[i].Match, err))
 		}
 	}
@@ -336,9 +409,17 @@ func (a *Admin) validate() []error {
 	return errs
 }
 
-// ConnectionOptions translates the connection-factory section.
+// ConnectionOptions translates the connection-factory section. The error
+// joins every problem of the section.
 func (c *Config) ConnectionOptions() (engine.ConnectionOptions, error) {
+	o, errs := c.connectionOptions()
+	return o, errors.Join(errs...)
+}
+
+// connectionOptions is ConnectionOptions returning each problem apart.
+func (c *Config) connectionOptions() (engine.ConnectionOptions, []error) {
 	var o engine.ConnectionOptions
+	var errs []error
 	f := c.Connection
 	switch strings.ToLower(f.ClientIDPolicy) {
 	case "", "restricted":
@@ -346,7 +427,7 @@ func (c *Config) ConnectionOptions() (engine.ConnectionOptions, error) {
 	case "unrestricted":
 		o.ClientIDPolicy = engine.Unrestricted
 	default:
-		return o, fmt.Errorf("connection.client_id_policy %q: want restricted or unrestricted", f.ClientIDPolicy)
+		errs = append(errs, fmt.Errorf("connection.client_id_policy %q: want restricted or unrestricted", f.ClientIDPolicy))
 	}
 	switch strings.ToLower(f.SharingPolicy) {
 	case "", "exclusive":
@@ -354,38 +435,38 @@ func (c *Config) ConnectionOptions() (engine.ConnectionOptions, error) {
 	case "sharable", "shareable":
 		o.SharingPolicy = engine.Sharable
 	default:
-		return o, fmt.Errorf("connection.sharing_policy %q: want exclusive or sharable", f.SharingPolicy)
+		errs = append(errs, fmt.Errorf("connection.sharing_policy %q: want exclusive or sharable", f.SharingPolicy))
 	}
 	for _, d := range []struct {
 		key string
 		v   Duration
 	}{{"redelivery_delay", f.RedeliveryDelay}, {"time_to_live", f.TimeToLive}, {"time_to_deliver", f.TimeToDeliver}} {
 		if d.v < 0 {
-			return o, fmt.Errorf("connection.%s %v: must not be negative", d.key, time.Duration(d.v))
+			errs = append(errs, fmt.Errorf("connection.%s %v: must not be negative", d.key, time.Duration(d.v)))
 		}
 	}
 	if f.RedeliveryLimit < -1 {
-		return o, fmt.Errorf("connection.redelivery_limit %d: want -1 (no limit) or more", f.RedeliveryLimit)
+		errs = append(errs, fmt.Errorf("connection.redelivery_limit %d: want -1 (no limit) or more", f.RedeliveryLimit))
 	}
 	o.RedeliveryDelay = time.Duration(f.RedeliveryDelay)
 	mode, err := parseDeliveryMode(f.DeliveryMode)
 	if err != nil {
-		return o, fmt.Errorf("connection.delivery_mode: %w", err)
+		errs = append(errs, fmt.Errorf("connection.delivery_mode: %w", err))
 	}
 	if mode == 0 {
 		mode = message.Persistent
 	}
 	if f.Priority < 0 || f.Priority > 9 {
-		return o, fmt.Errorf("connection.priority %d: want 0-9", f.Priority)
+		errs = append(errs, fmt.Errorf("connection.priority %d: want 0-9", f.Priority))
 	}
 	o.Producer = engine.ProducerDefaults{
 		DeliveryMode:    mode,
-		Priority:        uint8(f.Priority),
+		Priority:        uint8(max(0, min(f.Priority, 9))),
 		TimeToLive:      time.Duration(f.TimeToLive),
 		TimeToDeliver:   time.Duration(f.TimeToDeliver),
 		RedeliveryLimit: f.RedeliveryLimit,
 	}
-	return o, nil
+	return o, errs
 }
 
 func parseDeliveryMode(s string) (message.DeliveryMode, error) {
@@ -400,37 +481,46 @@ func parseDeliveryMode(s string) (message.DeliveryMode, error) {
 	return 0, fmt.Errorf("%q: want persistent or non_persistent", s)
 }
 
-// compile turns a destination section into an engine policy.
+// compile turns a destination section into an engine policy. The error
+// joins every problem of the section (see problems).
 func (d *Destination) compile() (engine.Policy, error) {
+	p, errs := d.problems()
+	return p, errors.Join(errs...)
+}
+
+// problems turns a destination section into an engine policy and returns
+// every problem of the section, each naming its key, not only the first.
+func (d *Destination) problems() (engine.Policy, []error) {
 	p := engine.DefaultPolicy()
+	var errs []error
 	if d.Match == "" {
-		return p, fmt.Errorf("match is empty")
-	}
-	if _, err := path.Match(d.Match, ""); err != nil {
-		return p, fmt.Errorf("match %q: %w", d.Match, err)
+		errs = append(errs, fmt.Errorf("match is empty"))
+	} else if _, err := path.Match(d.Match, ""); err != nil {
+		errs = append(errs, fmt.Errorf("match %q: %w", d.Match, err))
 	}
 	switch d.Kind {
 	case "", "queue", "topic":
 	default:
-		return p, fmt.Errorf("kind %q: want queue or topic", d.Kind)
+		errs = append(errs, fmt.Errorf("kind %q: want queue or topic", d.Kind))
 	}
-	mode, err := parseDeliveryMode(d.DeliveryModeOverride)
-	if err != nil {
-		return p, fmt.Errorf("delivery_mode_override: %w", err)
+	if mode, err := parseDeliveryMode(d.DeliveryModeOverride); err != nil {
+		errs = append(errs, fmt.Errorf("delivery_mode_override: %w", err))
+	} else {
+		p.DeliveryModeOverride = mode
 	}
-	p.DeliveryModeOverride = mode
 	if d.PriorityOverride != nil {
 		if *d.PriorityOverride < 0 || *d.PriorityOverride > 9 {
-			return p, fmt.Errorf("priority_override %d: want 0-9", *d.PriorityOverride)
+			errs = append(errs, fmt.Errorf("priority_override %d: want 0-9", *d.PriorityOverride))
+		} else {
+			p.PriorityOverride = *d.PriorityOverride
 		}
-		p.PriorityOverride = *d.PriorityOverride
 	}
 	for _, o := range []struct {
 		key string
 		v   *Duration
 	}{{"time_to_live_override", d.TimeToLiveOverride}, {"redelivery_delay_override", d.RedeliveryDelayOverride}, {"blocking_send_timeout", d.BlockingSendTimeout}} {
 		if o.v != nil && *o.v < 0 {
-			return p, fmt.Errorf("%s %v: must not be negative", o.key, time.Duration(*o.v))
+			errs = append(errs, fmt.Errorf("%s %v: must not be negative", o.key, time.Duration(*o.v)))
 		}
 	}
 	if d.TimeToLiveOverride != nil {
@@ -439,14 +529,12 @@ func (d *Destination) compile() (engine.Policy, error) {
 	if s := strings.TrimSpace(d.TimeToDeliverOverride); s != "" {
 		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 			if ms < 0 {
-				return p, fmt.Errorf("time_to_deliver_override %d: must not be negative", ms)
+				errs = append(errs, fmt.Errorf("time_to_deliver_override %d: must not be negative", ms))
 			}
 			p.TimeToDeliverOverride = time.Duration(ms) * time.Millisecond
+		} else if sched, err := schedule.Parse(s); err != nil {
+			errs = append(errs, fmt.Errorf("time_to_deliver_override: %w", err))
 		} else {
-			sched, err := schedule.Parse(s)
-			if err != nil {
-				return p, fmt.Errorf("time_to_deliver_override: %w", err)
-			}
 			p.TimeToDeliverSchedule = func(now time.Time) time.Time {
 				next := sched.Next(now)
 				if next.IsZero() {
@@ -461,19 +549,21 @@ func (d *Destination) compile() (engine.Policy, error) {
 	}
 	if d.RedeliveryLimit != nil {
 		if *d.RedeliveryLimit < -1 {
-			return p, fmt.Errorf("redelivery_limit %d: want -1 (not set) or more", *d.RedeliveryLimit)
+			errs = append(errs, fmt.Errorf("redelivery_limit %d: want -1 (not set) or more", *d.RedeliveryLimit))
+		} else {
+			p.RedeliveryLimit = *d.RedeliveryLimit
 		}
-		p.RedeliveryLimit = *d.RedeliveryLimit
 	}
 	if d.ErrorDestination != "" {
 		ed, err := message.ParseDestination(d.ErrorDestination)
-		if err != nil {
-			return p, fmt.Errorf("error_destination: %w", err)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("error_destination: %w", err))
+		case ed.Kind != message.Queue && ed.Kind != message.Topic:
+			errs = append(errs, fmt.Errorf("error_destination %q: must be a queue or a topic", d.ErrorDestination))
+		default:
+			p.ErrorDestination = ed
 		}
-		if ed.Kind != message.Queue && ed.Kind != message.Topic {
-			return p, fmt.Errorf("error_destination %q: must be a queue or a topic", d.ErrorDestination)
-		}
-		p.ErrorDestination = ed
 	}
 	switch strings.ToLower(d.ExpirationPolicy) {
 	case "", "discard":
@@ -482,20 +572,21 @@ func (d *Destination) compile() (engine.Policy, error) {
 		p.Expiration = engine.ExpireLog
 	case "redirect":
 		p.Expiration = engine.ExpireRedirect
-		if p.ErrorDestination.IsZero() {
-			return p, fmt.Errorf("expiration_policy redirect needs error_destination")
+		// A bad error_destination is reported above.
+		if d.ErrorDestination == "" {
+			errs = append(errs, fmt.Errorf("expiration_policy redirect needs error_destination"))
 		}
 	default:
-		return p, fmt.Errorf("expiration_policy %q: want discard, log or redirect", d.ExpirationPolicy)
+		errs = append(errs, fmt.Errorf("expiration_policy %q: want discard, log or redirect", d.ExpirationPolicy))
 	}
 	if d.MaxMessages < 0 || d.MaxBytes < 0 {
-		return p, fmt.Errorf("max_messages and max_bytes must not be negative")
+		errs = append(errs, fmt.Errorf("max_messages and max_bytes must not be negative"))
 	}
 	p.MaxMessages, p.MaxBytes = d.MaxMessages, d.MaxBytes
 	if d.BlockingSendTimeout != nil {
 		p.BlockingSendTimeout = time.Duration(*d.BlockingSendTimeout)
 	}
-	return p, nil
+	return p, errs
 }
 
 // PolicyFunc compiles the destination sections into the engine's policy

@@ -572,8 +572,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"unknown keys:", "colour", "connection.prefetch_size"}},
 		{"bad duration", "expiry_scan_interval = \"soon\"\n", []string{"expiry_scan_interval", `duration "soon"`}},
 		{"duration as a number", "[connection]\nredelivery_delay = 5\n", []string{"redelivery_delay"}},
-		{"time to deliver override as a number", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000\n",
-			[]string{"time_to_deliver_override"}},
+		{"time to deliver override as a number", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000 # ms\n",
+			[]string{`:3: destination.time_to_deliver_override: quote it: "5000"`}},
 		{"wrong type", "auto_create = \"yes\"\n", []string{"auto_create"}},
 		{"syntax", "data = \n", []string{"read config"}},
 	}
@@ -669,5 +669,119 @@ actions = ["sned"]
 	err = cfg.Validate()
 	if want := file + `:13: security.grants[1]: action "sned"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Validate() = %v, want it to say %q", err, want)
+	}
+}
+
+// TestValidateReportsEveryProblemOfASection: a section with several
+// mistakes has each of them reported, each once and naming its section and
+// key, not only the first.
+func TestValidateReportsEveryProblemOfASection(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   []string
+	}{
+		{"destination", func(c *Config) {
+			c.Destinations = []Destination{{Match: "ok"}, {
+				Match:                 "orders.*",
+				Kind:                  "quue",
+				DeliveryModeOverride:  "sometimes",
+				PriorityOverride:      ptr(12),
+				TimeToLiveOverride:    dur(-time.Second),
+				TimeToDeliverOverride: "0 0 0,30 * * *",
+				RedeliveryLimit:       ptr(int32(-5)),
+				ErrorDestination:      "/exchange/x",
+				ExpirationPolicy:      "keep",
+				MaxMessages:           -1,
+			}}
+		}, []string{
+			`destination[1] (match "orders.*"): kind "quue": want queue or topic`,
+			`destination[1] (match "orders.*"): delivery_mode_override: "sometimes"`,
+			`destination[1] (match "orders.*"): priority_override 12: want 0-9`,
+			`destination[1] (match "orders.*"): time_to_live_override -1s: must not be negative`,
+			`destination[1] (match "orders.*"): time_to_deliver_override: schedule:1:15: dayOfWeek field missing`,
+			`destination[1] (match "orders.*"): redelivery_limit -5`,
+			`destination[1] (match "orders.*"): error_destination`,
+			`destination[1] (match "orders.*"): expiration_policy "keep"`,
+			`destination[1] (match "orders.*"): max_messages and max_bytes must not be negative`,
+		}},
+		{"redirect with a bad error destination says only what is wrong", func(c *Config) {
+			c.Destinations = []Destination{{Match: "", ExpirationPolicy: "redirect", ErrorDestination: "/exchange/x"}}
+		}, []string{`destination[0] (match ""): match is empty`, `destination[0] (match ""): error_destination`}},
+		{"connection", func(c *Config) {
+			c.Connection.ClientIDPolicy = "loose"
+			c.Connection.SharingPolicy = "greedy"
+			c.Connection.RedeliveryDelay = -1
+			c.Connection.RedeliveryLimit = -2
+			c.Connection.DeliveryMode = "maybe"
+			c.Connection.Priority = 10
+		}, []string{
+			`connection.client_id_policy "loose"`,
+			`connection.sharing_policy "greedy"`,
+			`connection.redelivery_delay -1ns: must not be negative`,
+			`connection.redelivery_limit -2`,
+			`connection.delivery_mode: "maybe"`,
+			`connection.priority 10: want 0-9`,
+		}},
+		{"configured destinations", func(c *Config) {
+			c.ConfiguredDestinations = []ConfiguredDestination{
+				{Kind: "queue", Name: "a"}, {Kind: "box", Name: "b"}, {Kind: "queue", Name: ""}, {Kind: "queue", Name: "a"},
+			}
+		}, []string{
+			`configured_destination[1]: kind "box"`,
+			`configured_destination[2]: destination name is empty`,
+			`configured_destination[3]: /queue/a is configured twice`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Default()
+			tt.modify(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("Validate() reported %d problems, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadQuoteHint: a number, boolean or date where the file needs a
+// string is reported with its line and key and the value written as it
+// should be.
+func TestLoadQuoteHint(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"integer", "[[destination]]\nmatch = \"a\"\ntime_to_deliver_override = 5000\n",
+			`:3: destination.time_to_deliver_override: quote it: "5000"`},
+		{"integer with a comment", "[[destination]]\nmatch = \"a\"\n\ntime_to_deliver_override = 5000   # five seconds\n",
+			`:4: destination.time_to_deliver_override: quote it: "5000"`},
+		{"boolean", "log_level = true\n", `:1: log_level: quote it: "true"`},
+		{"float", "[connection]\nclient_id_policy = 1.5\n", `:2: connection.client_id_policy: quote it: "1.5"`},
+		{"inline table", "listeners = { stomp = \"127.0.0.1:0\", amqp = 5672 }\n", `:1: listeners.amqp: quote it: "5672"`},
+		{"date", "[[destination]]\nmatch = \"a\"\nerror_destination = 2026-03-08\n",
+			`:3: destination.error_destination: quote it: "2026-03-08"`},
+		{"array", "data = [\"a\", \"b\"]\n", `:1: data: want a string, not an array or table`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, tt.text)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			if want := "read config " + file + tt.want; err.Error() != want {
+				t.Errorf("Load = %q\nwant     %q", err, want)
+			}
+		})
 	}
 }

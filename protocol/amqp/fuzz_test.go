@@ -18,7 +18,7 @@ import (
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 )
 
-// fuzzFrames encodes frames for the seed corpus.
+// fuzzFrames encodes frames for the fuzz seed corpus.
 func fuzzFrames(fs ...frames.Frame) []byte {
 	var b []byte
 	for _, f := range fs {

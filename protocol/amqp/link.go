@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -707,15 +708,43 @@ func (l *link) settle(id uint32, tag uint64, st types.DeliveryState, settled boo
 		}
 	}
 	if err != nil {
-		c.log.Debug("amqp disposition not applied", "link", l.name, "err", err)
 		if errors.Is(err, engine.ErrIllegalState) {
-			err = nil // already settled (the link or session closed)
+			// No longer the session's: the link or session closed and
+			// returned it to its queue.
+			c.log.Debug("amqp disposition not applied", "link", l.name, "err", err)
+			if !settled && isTerminal(st) {
+				c.sendFrame(l.s.ch, &types.Disposition{Role: types.RoleSender, First: types.DeliveryNumber(id), Settled: true, State: notApplied(st)})
+			}
+			return nil
 		}
+		// The engine refused it (the store failed an acknowledgement):
+		// the delivery is still the session's. A client waiting for our
+		// settlement must not hear the outcome it asked for: the message
+		// goes back to its queue and the client is told it was released.
+		c.log.Warn("amqp disposition refused by the engine: the message will be delivered again",
+			"link", l.name, "err", err)
+		if rerr := l.engSess.Settle(ctx, tag, engine.Released); rerr != nil && !errors.Is(rerr, engine.ErrIllegalState) {
+			return fmt.Errorf("release delivery after a failed disposition: %w", rerr)
+		}
+		if !settled && isTerminal(st) {
+			c.sendFrame(l.s.ch, &types.Disposition{Role: types.RoleSender, First: types.DeliveryNumber(id), Settled: true, State: notApplied(st)})
+		}
+		return nil
 	}
 	if !settled && isTerminal(st) {
 		c.sendFrame(l.s.ch, &types.Disposition{Role: types.RoleSender, First: types.DeliveryNumber(id), Settled: true, State: st})
 	}
-	return err
+	return nil
+}
+
+// notApplied is the state the server settles a delivery with when the
+// client's outcome st could not be applied and the message went back to
+// its queue: released, inside st's transaction when st is transactional.
+func notApplied(st types.DeliveryState) types.DeliveryState {
+	if ts, ok := st.(*types.TransactionalState); ok {
+		return &types.TransactionalState{TxnID: ts.TxnID, Outcome: &types.Released{}}
+	}
+	return &types.Released{}
 }
 
 func (l *link) applyOutcome(ctx context.Context, tag uint64, st any, settled bool) error {

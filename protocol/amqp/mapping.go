@@ -34,6 +34,12 @@ const (
 	annDeliveryDelay types.Symbol = "x-opt-delivery-delay"
 	// Sluice's own: JMSRedeliveryLimit, a WebLogic feature no peer carries.
 	annRedeliveryLimit types.Symbol = "x-opt-sluice-redelivery-limit"
+	// The application properties WebLogic applications on Qpid JMS carry
+	// the per-message redelivery limit in: the JMSRedeliveryLimit header
+	// of WebLogic's header table, and its JMS_BEA_ property form. The
+	// annotation wins, then propRedeliveryLimit.
+	propRedeliveryLimit    = "JMSRedeliveryLimit"
+	propBEARedeliveryLimit = "JMS_BEA_RedeliveryLimit"
 	// annXML marks a text body as a WebLogic XMLMessage.
 	annXML types.Symbol = "x-opt-sluice-xml"
 
@@ -437,9 +443,27 @@ func toEngine(am *types.Message) (*inbound, error) {
 			m.Props.SetUnchecked(message.PropUserID, message.StringValue(string(p.UserID)))
 		}
 	}
+	// limits holds the redelivery limits of the application properties,
+	// propRedeliveryLimit's first.
+	var limits [2]struct {
+		n   int32
+		set bool
+	}
 	for _, e := range am.ApplicationProperties {
 		name, ok := e.Key.(string)
 		if !ok || name == "" {
+			continue
+		}
+		if name == propRedeliveryLimit || name == propBEARedeliveryLimit {
+			n, ok := redeliveryLimitValue(e.Value)
+			if !ok {
+				return nil, fmt.Errorf("application property %s: %v is not an integer in -1..%d", name, e.Value, math.MaxInt32)
+			}
+			i := 0
+			if name == propBEARedeliveryLimit {
+				i = 1
+			}
+			limits[i].n, limits[i].set = n, true
 			continue
 		}
 		v, ok := propValue(e.Value)
@@ -447,6 +471,15 @@ func toEngine(am *types.Message) (*inbound, error) {
 			continue
 		}
 		m.Props.SetUnchecked(name, v)
+	}
+	if o.Set&engine.SetRedeliveryLimit == 0 {
+		for _, l := range limits {
+			if l.set {
+				o.Set |= engine.SetRedeliveryLimit
+				o.RedeliveryLimit = l.n
+				break
+			}
+		}
 	}
 	body, err := bodyToEngine(am, msgType, contentType)
 	if err != nil {
@@ -457,6 +490,27 @@ func toEngine(am *types.Message) (*inbound, error) {
 	}
 	m.Body = body
 	return in, nil
+}
+
+// redeliveryLimitValue reads a redelivery limit given as an application
+// property: an integer of any AMQP integer type, or a string of digits (a
+// STOMP header crossing over), from -1 (none) up.
+func redeliveryLimitValue(v any) (int32, bool) {
+	n, ok := toInt64(v)
+	if !ok {
+		s, isString := v.(string)
+		if !isString {
+			return 0, false
+		}
+		var err error
+		if n, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64); err != nil {
+			return 0, false
+		}
+	}
+	if n < -1 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 func bodyToEngine(am *types.Message, msgType int8, contentType types.Symbol) (message.Body, error) {

@@ -46,6 +46,11 @@ const (
 	hDeliveryCount   = "JMSXDeliveryCount"
 	hXDeliveryCount  = "x-delivery-count"
 	hGroupID         = "JMSXGroupID"
+	// The per-message redelivery limit as WebLogic applications carry it
+	// on other clients: the JMSRedeliveryLimit header of WebLogic's header
+	// table, and its JMS_BEA_ property form.
+	hJMSRedeliveryLimit = "JMSRedeliveryLimit"
+	hBEARedeliveryLimit = "JMS_BEA_RedeliveryLimit"
 
 	// Sluice's own extensions: WebLogic features no peer carries on STOMP.
 	hRedeliveryLimit = "sluice-redelivery-limit" // SEND: JMSRedeliveryLimit
@@ -64,7 +69,7 @@ func isReserved(name string) bool {
 	switch name {
 	case hDestination, hTransaction, hPersistent, hPriority, hExpires, hExpiration, hCorrelationID,
 		hReplyTo, hType, frame.HeaderReceipt, frame.HeaderContentLength, hScheduledDelay, hScheduledTime,
-		hRedeliveryLimit, hTimeToDeliver, hDeliveryTime, hMessageType, hMessageID, hTimestamp,
+		hRedeliveryLimit, hJMSRedeliveryLimit, hBEARedeliveryLimit, hTimeToDeliver, hDeliveryTime, hMessageType, hMessageID, hTimestamp,
 		hRedelivered, hSubscription, hAck, hDeliveryCount, hXDeliveryCount:
 		return true
 	}
@@ -190,11 +195,16 @@ func (c *conn) toMessage(f *frame.Frame) (*message.Message, engine.SendOptions, 
 			o.DeliveryTime = n
 		}
 	}
-	if n, ok, err := parseIntHeader(f, hRedeliveryLimit, -1, 1<<31-1); err != nil {
-		return nil, o, err
-	} else if ok {
-		o.Set |= engine.SetRedeliveryLimit
-		o.RedeliveryLimit = int32(n)
+	// JMSRedeliveryLimit: Sluice's header wins, then WebLogic's header
+	// name, then its JMS_BEA_ property name.
+	for _, h := range []string{hRedeliveryLimit, hJMSRedeliveryLimit, hBEARedeliveryLimit} {
+		if n, ok, err := parseIntHeader(f, h, -1, 1<<31-1); err != nil {
+			return nil, o, err
+		} else if ok {
+			o.Set |= engine.SetRedeliveryLimit
+			o.RedeliveryLimit = int32(n)
+			break
+		}
 	}
 	if v, ok := f.Get(hCorrelationID); ok {
 		m.CorrelationID = v

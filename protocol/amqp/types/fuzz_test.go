@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var writeCorpus = flag.Bool("write-corpus", false, "write the seed corpora under testdata/fuzz")
+var writeCorpus = flag.Bool("write-corpus", false, "write the fuzz seed corpora under testdata/fuzz")
 
 // seedMessages returns encoded messages for the section fuzzers.
 func seedMessages(t testing.TB) [][]byte {
@@ -144,7 +144,7 @@ func FuzzValueDecode(f *testing.F) {
 	})
 }
 
-// TestWriteFuzzCorpus writes the seed corpora to testdata/fuzz when run
+// TestWriteFuzzCorpus writes the fuzz seed corpora to testdata/fuzz when run
 // with -write-corpus; the files are checked in, so plain go test runs
 // them as regression tests.
 func TestWriteFuzzCorpus(t *testing.T) {
