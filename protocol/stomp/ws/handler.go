@@ -60,6 +60,13 @@ type Options struct {
 	// Origin header names its own host is always allowed, and so is one
 	// without an Origin header (not a browser). See CheckOrigin.
 	AllowedOrigins []string
+	// LoopbackOnly answers only requests addressed (by their Host header)
+	// to localhost, 127.0.0.1 or [::1], and refuses others with 403: for a
+	// loopback listener that lets clients in without credentials, so that
+	// a web page cannot reach it through DNS rebinding (a name of the
+	// page's site that resolves to 127.0.0.1 passes the same-host Origin
+	// check).
+	LoopbackOnly bool
 	// Limits are the STOMP server's frame limits: a WebSocket message
 	// longer than the largest frame they allow (plus a little for
 	// heart-beats) closes the connection with status 1009.
@@ -71,16 +78,17 @@ type Options struct {
 
 // Handler upgrades requests to WebSocket and serves STOMP on them.
 type Handler struct {
-	srv       ConnServer
-	accept    websocket.AcceptOptions
-	readLimit int64
-	log       *slog.Logger
+	srv          ConnServer
+	accept       websocket.AcceptOptions
+	loopbackOnly bool
+	readLimit    int64
+	log          *slog.Logger
 }
 
 // NewHandler returns a handler serving STOMP with srv. It refuses an
 // allowed origin that CheckOrigin refuses.
 func NewHandler(srv ConnServer, opts Options) (*Handler, error) {
-	h := &Handler{srv: srv, readLimit: readLimit(opts.Limits), log: opts.Logger}
+	h := &Handler{srv: srv, loopbackOnly: opts.LoopbackOnly, readLimit: readLimit(opts.Limits), log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -154,6 +162,13 @@ func readLimit(l frame.Limits) int64 {
 // not a WebSocket handshake gets 426 Upgrade Required.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
+	if h.loopbackOnly && !loopbackHost(r.Host) {
+		h.log.Info("websocket request refused: not addressed to this machine", slog.String("remote", r.RemoteAddr),
+			slog.String("host", r.Host), slog.String("origin", origin))
+		http.Error(w, fmt.Sprintf("host %q refused: this listener lets clients in without credentials and so answers "+
+			"only requests to localhost, 127.0.0.1 or [::1]", r.Host), http.StatusForbidden)
+		return
+	}
 	wc, err := websocket.Accept(clearDeadlines{w}, r, &h.accept)
 	if err != nil {
 		lvl := slog.LevelDebug
@@ -174,6 +189,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) sameHost(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // clearDeadlines passes the response writer to the WebSocket library and

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -457,6 +458,43 @@ func TestOrigins(t *testing.T) {
 			}
 			if resp == nil || resp.StatusCode != http.StatusForbidden {
 				t.Fatalf("dial with Origin %q: %v, want 403 Forbidden", tt.origin, err)
+			}
+		})
+	}
+}
+
+// A loopback listener that lets clients in without credentials answers
+// only requests addressed to this machine: a page whose own name resolves
+// to 127.0.0.1 (DNS rebinding) passes the Origin check but not this one.
+func TestLoopbackOnly(t *testing.T) {
+	s := start(t, setup{ws: ws.Options{LoopbackOnly: true}})
+	port := s.http.Listener.Addr().(*net.TCPAddr).Port
+	tests := []struct {
+		host string
+		ok   bool
+	}{
+		{"", true}, // the URL's: 127.0.0.1:PORT
+		{"localhost:" + strconv.Itoa(port), true},
+		{"[::1]:" + strconv.Itoa(port), true},
+		{"rebound.example.com:" + strconv.Itoa(port), false},
+		{"10.1.2.3:" + strconv.Itoa(port), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			h := http.Header{}
+			if tt.host != "" {
+				h.Set("Origin", "http://"+tt.host) // the page's own host: the Origin check passes
+			}
+			c, resp, err := dial(t, s.url, &websocket.DialOptions{Host: tt.host, HTTPHeader: h})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("dial with Host %q: %v", tt.host, err)
+				}
+				c.connect()
+				return
+			}
+			if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("dial with Host %q: %v, want 403 Forbidden", tt.host, err)
 			}
 		})
 	}
