@@ -292,7 +292,7 @@ func (b *Broker) serveWebSocket(addr string, h http.Handler) error {
 	}
 	b.mu.Lock()
 	b.addrs["websocket"] = ln.Addr()
-	b.wsSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+	b.wsSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "websocket")).Handler(), slog.LevelDebug)}
 	srv := b.wsSrv
 	b.mu.Unlock()
