@@ -40,9 +40,9 @@ import (
 // Path is where the broker serves STOMP over WebSocket on its listeners.
 const Path = "/ws"
 
-// Subprotocols are the WebSocket subprotocols of STOMP, highest first: the
-// handler answers the first of them that the client offers.
-var Subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp"}
+// Subprotocols returns the WebSocket subprotocols of STOMP, highest
+// first: the handler answers the first of them that the client offers.
+func Subprotocols() []string { return []string{"v12.stomp", "v11.stomp", "v10.stomp"} }
 
 // ConnServer serves one STOMP connection until it ends;
 // *stomp.Server is one.
@@ -92,7 +92,7 @@ func NewHandler(srv ConnServer, opts Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.accept.Subprotocols = Subprotocols
+	h.accept.Subprotocols = Subprotocols()
 	var errs []error
 	for _, o := range opts.AllowedOrigins {
 		if err := CheckOrigin(o); err != nil {
