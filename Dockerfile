@@ -51,6 +51,6 @@ WORKDIR /var/lib/sluice
 VOLUME /var/lib/sluice
 # STOMP, STOMP over TLS, AMQP 1.0, AMQP 1.0 over TLS, admin HTTP. The TLS
 # ports serve only when the configuration has TLS listeners.
-EXPOSE 61613 61614 5672 5671 8161
+EXPOSE 61613 61614 5672 5671 8161 15674
 ENTRYPOINT ["/usr/bin/sluice"]
 CMD ["serve", "--config", "/etc/sluice/sluice.toml"]

@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test vet generate check-generated man dist fuzz bench interop examples console-test scale
+.PHONY: all build test vet generate check-generated man dist fuzz bench interop examples console-test websocket-test scale
 
 all: build test
 
@@ -85,6 +85,20 @@ console-test: build
 	$(GO) build -o bin/console-fixture ./internal/admin/webtest/fixture
 	@test -d internal/admin/webtest/node_modules/playwright-core || (cd internal/admin/webtest && npm ci --no-audit --no-fund)
 	cd internal/admin/webtest && SLUICE_BIN=$(CURDIR)/bin/sluice FIXTURE_BIN=$(CURDIR)/bin/console-fixture node --test console.test.mjs
+
+# Browser test of STOMP over WebSocket: @stomp/stompjs (pinned in
+# protocol/stomp/ws/webtest/package-lock.json, npm ci when node_modules is
+# missing or older than the lock file) in Debian's headless Chromium
+# (apt-get install chromium), driven by playwright-core, against a real
+# `sluice serve` (bin/sluice). Skipped without Chromium or Node, except
+# under CI (CI set), where that fails.
+WEBTEST := protocol/stomp/ws/webtest
+websocket-test: build
+	@if [ ! -f $(WEBTEST)/node_modules/.package-lock.json ] || \
+	    [ $(WEBTEST)/package-lock.json -nt $(WEBTEST)/node_modules/.package-lock.json ]; then \
+	  echo "npm ci in $(WEBTEST)/"; (cd $(WEBTEST) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	fi
+	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -v -tags webtest -timeout 5m ./$(WEBTEST)/
 
 # A million persistent messages scheduled on one queue: memory per message,
 # SIGKILL while they wait, delivery within 50 ms of their time after restart.

@@ -309,8 +309,8 @@ func TestDockerfile(t *testing.T) {
 	if last["VOLUME"] != "/var/lib/sluice" {
 		t.Errorf("VOLUME %q, want /var/lib/sluice", last["VOLUME"])
 	}
-	if got := strings.Fields(last["EXPOSE"]); !reflect.DeepEqual(got, []string{"61613", "61614", "5672", "5671", "8161"}) {
-		t.Errorf("EXPOSE %q, want 61613 61614 5672 5671 8161", got)
+	if got := strings.Fields(last["EXPOSE"]); !reflect.DeepEqual(got, []string{"61613", "61614", "5672", "5671", "8161", "15674"}) {
+		t.Errorf("EXPOSE %q, want 61613 61614 5672 5671 8161 15674", got)
 	}
 	for key, want := range map[string][]string{
 		"ENTRYPOINT": {"/usr/bin/sluice"},
@@ -364,12 +364,12 @@ func TestContainerConfig(t *testing.T) {
 	if cfg.Data != "/var/lib/sluice" {
 		t.Errorf("data = %q, want the image's volume /var/lib/sluice", cfg.Data)
 	}
-	want := config.Listeners{STOMP: "0.0.0.0:61613", AMQP: "0.0.0.0:5672", Admin: "0.0.0.0:8161"}
-	if cfg.Listeners != want {
+	want := config.Listeners{STOMP: "0.0.0.0:61613", AMQP: "0.0.0.0:5672", Admin: "0.0.0.0:8161", WebSocket: "0.0.0.0:15674", WebSocketAllowedOrigins: []string{}}
+	if !reflect.DeepEqual(cfg.Listeners, want) {
 		t.Errorf("listeners = %+v, want %+v", cfg.Listeners, want)
 	}
 	err = cfg.Validate()
-	for _, l := range []string{"listeners.stomp 0.0.0.0:61613", "listeners.amqp 0.0.0.0:5672"} {
+	for _, l := range []string{"listeners.stomp 0.0.0.0:61613", "listeners.amqp 0.0.0.0:5672", "listeners.websocket 0.0.0.0:15674"} {
 		if err == nil || !strings.Contains(err.Error(), l+" is not a loopback address and no users are configured") {
 			t.Errorf("Validate = %v, want %s refused for want of users", err, l)
 		}

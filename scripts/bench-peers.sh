@@ -119,7 +119,7 @@ RMQ_PID=$(cat "$RMQ_DIR/run/rabbitmq.pid")
 echo "== start sluice"
 SLUICE_CONFIG_FLAGS=()
 [ -n "$SLUICE_CONFIG" ] && SLUICE_CONFIG_FLAGS=(--config "$SLUICE_CONFIG")
-"$SLUICE" serve "${SLUICE_CONFIG_FLAGS[@]}" --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --log-level info 2> "$OUT/sluice.log" &
+"$SLUICE" serve "${SLUICE_CONFIG_FLAGS[@]}" --data "$OUT/sluice-data" --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --websocket "" --log-level info 2> "$OUT/sluice.log" &
 SLUICE_PID=$!
 SLUICE_ADDR=""
 for _ in $(seq 1 100); do

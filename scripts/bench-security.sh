@@ -35,9 +35,10 @@ log_level = "warn"
 stomp = "127.0.0.1:$OFF_PORT"
 amqp = ""
 admin = ""
+websocket = ""
 TOML
 {
-  printf 'data = "%s"\nlog_level = "warn"\n[listeners]\nstomp = "127.0.0.1:%s"\namqp = ""\nadmin = ""\n\n' "$OUT/data-on" "$ON_PORT"
+  printf 'data = "%s"\nlog_level = "warn"\n[listeners]\nstomp = "127.0.0.1:%s"\namqp = ""\nadmin = ""\nwebsocket = ""\n\n' "$OUT/data-on" "$ON_PORT"
   printf '[[security.users]]\nname = "bench"\npassword_hash = "%s"\nroles = ["r"]\n\n' "$HASH"
   for i in $(seq 0 98); do
     printf '[[security.grants]]\nrole = "r"\nkind = "queue"\nmatch = "app%s.*"\nactions = ["send", "consume", "create"]\n\n' "$i"

@@ -149,7 +149,7 @@ user=$("${engine[@]}" image inspect --format '{{.Config.User}}' "$IMAGE")
 volumes=$("${engine[@]}" image inspect --format '{{json .Config.Volumes}}' "$IMAGE")
 [[ $volumes == *'"/var/lib/sluice"'* ]] || fail "the image's volumes are $volumes, want /var/lib/sluice"
 ports=$("${engine[@]}" image inspect --format '{{json .Config.ExposedPorts}}' "$IMAGE")
-for p in 61613 61614 5672 5671 8161; do
+for p in 61613 61614 5672 5671 8161 15674; do
 	[[ $ports == *"\"$p/tcp\""* ]] || fail "the image does not expose $p (it exposes $ports)"
 done
 log "user $user, volume /var/lib/sluice, ports $ports"

@@ -141,14 +141,14 @@ func TestServeSIGHUPReloadsTLS(t *testing.T) {
 	}
 	stomps := freeAddr(t)
 	file := filepath.Join(dir, "sluice.toml")
-	text := "data = \"" + filepath.Join(dir, "data") + "\"\n[listeners]\nstomp = \"\"\namqp = \"\"\nadmin = \"\"\nstomps = \"" + stomps + "\"\n" +
+	text := "data = \"" + filepath.Join(dir, "data") + "\"\n[listeners]\nstomp = \"\"\namqp = \"\"\nadmin = \"\"\nwebsocket = \"\"\nstomps = \"" + stomps + "\"\n" +
 		"[tls]\ncert_file = \"tls/server.crt\"\nkey_file = \"tls/server.key\"\n"
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMainProcess$")
 	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN_ARGS="+strings.Join([]string{"serve", "--config", file}, "\n"))
-	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL"} {
+	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_WEBSOCKET", "SLUICE_LOG_LEVEL"} {
 		cmd.Env = append(cmd.Env, k+"=")
 	}
 	stderr, err := cmd.StderrPipe()

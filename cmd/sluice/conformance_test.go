@@ -226,7 +226,7 @@ func TestConformanceRestartCommand(t *testing.T) {
 	pidFile := filepath.Join(dir, "serve.pid")
 	script := filepath.Join(dir, "restart.sh")
 	args := strings.Join([]string{"serve", "--config", config, "--data", filepath.Join(dir, "data"),
-		"--stomp", "$SLUICE_CONFORMANCE_STOMP", "--amqp", "$SLUICE_CONFORMANCE_AMQP", "--admin", "$SLUICE_CONFORMANCE_ADMIN"}, "\n")
+		"--stomp", "$SLUICE_CONFORMANCE_STOMP", "--amqp", "$SLUICE_CONFORMANCE_AMQP", "--admin", "$SLUICE_CONFORMANCE_ADMIN", "--websocket="}, "\n")
 	body := `#!/bin/sh
 pidfile=` + pidFile + `
 if [ -f "$pidfile" ]; then

@@ -19,8 +19,8 @@ import (
 // newServeCommand builds `sluice serve`: the broker itself.
 func newServeCommand() *cobra.Command {
 	var (
-		file, data, stomp, amqp, stomps, amqps, adminAddr, level, format string
-		check                                                            bool
+		file, data, stomp, amqp, stomps, amqps, adminAddr, websocket, level, format string
+		check                                                                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -28,7 +28,8 @@ func newServeCommand() *cobra.Command {
 		Long: `Run the Sluice broker.
 
 With no flags it needs no set-up: the embedded store lives in ./sluice-data and
-every listener binds 127.0.0.1 (STOMP 61613, AMQP 1.0 5672, admin HTTP 8161).
+every listener binds 127.0.0.1 (STOMP 61613, AMQP 1.0 5672, admin HTTP 8161,
+STOMP over WebSocket 15674 at /ws).
 Settings come from the defaults, then the --config file (TOML, see
 docs/configuration.md), then SLUICE_* environment variables, then flags.
 The TLS listeners (--stomps, --amqps) need a certificate: [tls] in the file.
@@ -60,6 +61,9 @@ files.`,
 			if flags.Changed("admin") {
 				cfg.Listeners.Admin = adminAddr
 			}
+			if flags.Changed("websocket") {
+				cfg.Listeners.WebSocket = websocket
+			}
 			if flags.Changed("log-level") {
 				cfg.LogLevel = level
 			}
@@ -89,6 +93,7 @@ files.`,
 	f.StringVar(&stomps, "stomps", "", "STOMP over TLS listener address, conventionally port 61614 (empty disables)")
 	f.StringVar(&amqps, "amqps", "", "AMQP 1.0 over TLS listener address, conventionally port 5671 (empty disables)")
 	f.StringVar(&adminAddr, "admin", "127.0.0.1:8161", "admin HTTP listener address (empty disables)")
+	f.StringVar(&websocket, "websocket", "127.0.0.1:15674", "STOMP over WebSocket listener address, served at /ws (empty disables)")
 	f.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&format, "log-format", "text", "log format: text (key=value) or json")
 	f.BoolVar(&check, "check-config", false, "validate the configuration and exit")

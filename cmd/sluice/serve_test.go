@@ -21,7 +21,7 @@ import (
 // duration, so the caller's environment cannot change the results.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_LOG_LEVEL", "SLUICE_LOG_FORMAT"} {
+	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_WEBSOCKET", "SLUICE_LOG_LEVEL", "SLUICE_LOG_FORMAT"} {
 		t.Setenv(k, "") // ApplyEnv ignores empty variables
 	}
 }
@@ -118,6 +118,9 @@ time_to_deliver_override = "0 0 0,30 * * *"
 			[]string{"listeners.admin 0.0.0.0:8161 is not a loopback address and no admin credentials"}},
 		{"network listener without users", "", []string{"--stomp", "0.0.0.0:61613"},
 			[]string{"listeners.stomp 0.0.0.0:61613 is not a loopback address", "allow_insecure_network"}},
+		{"websocket on the network without users", "", []string{"--websocket", "0.0.0.0:15674"},
+			[]string{"listeners.websocket 0.0.0.0:15674 is not a loopback address", "allow_insecure_network"}},
+		{"websocket flag value", "", []string{"--websocket", "15674"}, []string{"listeners.websocket", "missing port"}},
 		{"contradictory grant", `
 [[security.users]]
 name = "a"
@@ -235,6 +238,7 @@ func TestServeFlagDefaults(t *testing.T) {
 		"stomps":       def.Listeners.STOMPS,
 		"amqps":        def.Listeners.AMQPS,
 		"admin":        def.Listeners.Admin,
+		"websocket":    def.Listeners.WebSocket,
 		"log-level":    def.LogLevel,
 		"log-format":   def.LogFormat,
 		"config":       "",
@@ -347,7 +351,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 // --admin A` serves the admin listener on A until the context ends.
 func TestServeCommand(t *testing.T) {
 	clearEnv(t)
-	file := writeConfig(t, "log_level = \"error\"\n[listeners]\nstomp = \"\"\namqp = \"\"\nadmin = \"\"\n")
+	file := writeConfig(t, "log_level = \"error\"\n[listeners]\nstomp = \"\"\namqp = \"\"\nadmin = \"\"\nwebsocket = \"\"\n")
 	data := filepath.Join(t.TempDir(), "data")
 	admin := freeAddr(t)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/sluicemq/sluice/internal/tlsconf"
 	"github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/stomp"
+	"github.com/sluicemq/sluice/protocol/stomp/ws"
 )
 
 // Version is Sluice's version, reported to clients and in metadata: the
@@ -45,14 +46,15 @@ type Broker struct {
 	realm  *security.Realm // who may connect and do what, on every listener
 
 	// tls are the TLS configurations of the TLS listeners by name
-	// (stomps, amqps, admin), fixed once Start returns.
+	// (stomps, amqps, admin, websocket), fixed once Start returns.
 	tls       map[string]*tlsconf.Reloader
 	stopWatch context.CancelFunc // ends the TLS file watchers
 
 	mu        sync.Mutex
 	listeners []net.Listener
 	servers   []server
-	httpSrv   *http.Server
+	httpSrv   *http.Server // the admin listener's
+	wsSrv     *http.Server // the websocket listener's
 	addrs     map[string]net.Addr
 	wg        sync.WaitGroup
 }
@@ -185,9 +187,12 @@ func (b *Broker) listen() error {
 		return err
 	}
 	l := b.cfg.Listeners
-	// One server per protocol serves its plain and its TLS listener: its
-	// Shutdown closes both and every connection of either.
-	if l.STOMP != "" || l.STOMPS != "" {
+	adminWS := l.AdminWebSocket && l.Admin != ""
+	// One server per protocol serves its plain and its TLS listener (and,
+	// for STOMP, the WebSocket ones): its Shutdown closes them all and
+	// every connection of any.
+	var adminHandler http.Handler = b.admin
+	if l.STOMP != "" || l.STOMPS != "" || l.WebSocket != "" || adminWS {
 		srv := stomp.NewServer(b.engine, stomp.Options{
 			Connection:      connOpts,
 			DefaultPrefetch: b.cfg.Connection.Prefetch,
@@ -197,6 +202,27 @@ func (b *Broker) listen() error {
 		})
 		if err := b.serveBoth(srv, "stomp", l.STOMP, "stomps", l.STOMPS); err != nil {
 			return err
+		}
+		if l.WebSocket != "" {
+			h, err := b.webSocketHandler(srv, l.WebSocket)
+			if err != nil {
+				return err
+			}
+			mux := http.NewServeMux()
+			mux.Handle(ws.Path, h)
+			if err := b.serveWebSocket(l.WebSocket, mux); err != nil {
+				return err
+			}
+		}
+		if adminWS {
+			h, err := b.webSocketHandler(srv, l.Admin)
+			if err != nil {
+				return err
+			}
+			mux := http.NewServeMux()
+			mux.Handle(ws.Path, h)
+			mux.Handle("/", b.admin)
+			adminHandler = mux
 		}
 	}
 	if l.AMQP != "" || l.AMQPS != "" {
@@ -221,7 +247,7 @@ func (b *Broker) listen() error {
 		if r := b.tls["admin"]; r != nil {
 			proto, served = "admin-https", tls.NewListener(ln, r.TLSConfig())
 		}
-		b.httpSrv = &http.Server{Handler: b.admin, ReadHeaderTimeout: 10 * time.Second,
+		b.httpSrv = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second,
 			// Failed TLS handshakes and the like: the client's problem.
 			ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "admin")).Handler(), slog.LevelDebug)}
 		b.wg.Add(1)
@@ -232,8 +258,60 @@ func (b *Broker) listen() error {
 			}
 		}()
 		b.log.Info("listening", slog.String("protocol", proto), slog.String("addr", ln.Addr().String()),
-			slog.Bool("tls", b.tls["admin"] != nil))
+			slog.Bool("tls", b.tls["admin"] != nil), slog.Bool("websocket", adminWS))
 	}
+	return nil
+}
+
+// webSocketHandler serves STOMP over WebSocket with srv on the listener of
+// address addr. A loopback listener that lets clients in without
+// credentials answers only requests addressed to this machine (the DNS
+// rebinding guard of ws.Options.LoopbackOnly).
+func (b *Broker) webSocketHandler(srv *stomp.Server, addr string) (*ws.Handler, error) {
+	loop, err := config.LoopbackAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	open := !b.realm.Enabled() || b.cfg.Security.AnonymousRole != ""
+	h, err := ws.NewHandler(srv, ws.Options{
+		AllowedOrigins: b.cfg.Listeners.WebSocketAllowedOrigins,
+		LoopbackOnly:   loop && open,
+		Logger:         b.log.With(slog.String("component", "websocket")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return h, nil
+}
+
+// serveWebSocket binds the websocket listener at addr and serves h on it:
+// HTTP/1.1, through TLS when websocket_tls is set (wss). The WebSocket
+// connections themselves belong to the STOMP server once upgraded.
+func (b *Broker) serveWebSocket(addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("websocket listener %s: %w", addr, err)
+	}
+	served := ln
+	r := b.tls["websocket"]
+	if r != nil {
+		served = tls.NewListener(ln, r.TLSConfig())
+	}
+	b.mu.Lock()
+	b.addrs["websocket"] = ln.Addr()
+	b.wsSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "websocket")).Handler(), slog.LevelDebug)}
+	srv := b.wsSrv
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := srv.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Error("websocket listener stopped", slog.Any("err", err))
+		}
+	}()
+	b.log.Info("listening", slog.String("protocol", "stomp-websocket"), slog.String("addr", ln.Addr().String()),
+		slog.String("path", ws.Path), slog.Bool("tls", r != nil))
 	return nil
 }
 
@@ -384,7 +462,7 @@ func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
 func (b *Broker) Engine() *engine.Broker { return b.engine }
 
 // Addr returns the bound address of a listener ("stomp", "amqp", "stomps",
-// "amqps", "admin"), or nil when it is not enabled.
+// "amqps", "admin", "websocket"), or nil when it is not enabled.
 func (b *Broker) Addr(name string) net.Addr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -399,8 +477,11 @@ func (b *Broker) loadTLS() error {
 		if err != nil {
 			return fmt.Errorf("invalid configuration: %w", err)
 		}
-		if name == "admin" {
+		switch name {
+		case "admin":
 			s.NextProtos = []string{"h2", "http/1.1"}
+		case "websocket":
+			s.NextProtos = []string{"http/1.1"} // WebSocket is an HTTP/1.1 upgrade
 		}
 		r, err := tlsconf.New(s, b.log.With(slog.String("component", "tls")))
 		if err != nil {
@@ -446,8 +527,15 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.mu.Lock()
-	servers := b.servers
+	servers, wsSrv := b.servers, b.wsSrv
 	b.mu.Unlock()
+	if wsSrv != nil {
+		// Stops the handshakes; the STOMP server below closes the
+		// connections.
+		if err := wsSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("websocket: %w", err))
+		}
+	}
 	for _, s := range servers {
 		if err := s.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

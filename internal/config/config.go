@@ -25,6 +25,7 @@ import (
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/grammar/schedule"
+	"github.com/sluicemq/sluice/protocol/stomp/ws"
 )
 
 // Duration is a time.Duration written as "1.5s", "250ms", "2m" in the file.
@@ -167,6 +168,16 @@ type Listeners struct {
 	AMQPS  string `toml:"amqps"`
 	// AdminTLS serves the admin listener over HTTPS.
 	AdminTLS bool `toml:"admin_tls"`
+	// WebSocket is STOMP over WebSocket, at ws.Path (/ws).
+	WebSocket string `toml:"websocket"`
+	// WebSocketTLS serves the WebSocket listener over TLS (wss).
+	WebSocketTLS bool `toml:"websocket_tls"`
+	// AdminWebSocket serves STOMP over WebSocket at /ws of the admin
+	// listener too.
+	AdminWebSocket bool `toml:"admin_websocket"`
+	// WebSocketAllowedOrigins are the origins whose pages may connect over
+	// WebSocket besides the listener's own host (ws.Options.AllowedOrigins).
+	WebSocketAllowedOrigins []string `toml:"websocket_allowed_origins"`
 }
 
 // ConnectionFactory are the defaults of WebLogic's connection factory.
@@ -213,6 +224,9 @@ func Default() Config {
 			STOMP: "127.0.0.1:61613",
 			AMQP:  "127.0.0.1:5672",
 			Admin: "127.0.0.1:8161",
+			// RabbitMQ's Web-STOMP port.
+			WebSocket:               "127.0.0.1:15674",
+			WebSocketAllowedOrigins: []string{},
 		},
 		TLS: defaultTLS(),
 		Connection: ConnectionFactory{
@@ -316,7 +330,7 @@ func valueOnLine(src []byte, n int, key string) string {
 
 // ApplyEnv overrides settings from SLUICE_* environment variables
 // (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_STOMPS, SLUICE_AMQPS,
-// SLUICE_ADMIN, SLUICE_LOG_LEVEL, SLUICE_LOG_FORMAT).
+// SLUICE_ADMIN, SLUICE_WEBSOCKET, SLUICE_LOG_LEVEL, SLUICE_LOG_FORMAT).
 func (c *Config) ApplyEnv(getenv func(string) string) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -332,6 +346,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Listeners.STOMPS, "SLUICE_STOMPS")
 	set(&c.Listeners.AMQPS, "SLUICE_AMQPS")
 	set(&c.Listeners.Admin, "SLUICE_ADMIN")
+	set(&c.Listeners.WebSocket, "SLUICE_WEBSOCKET")
 	set(&c.LogLevel, "SLUICE_LOG_LEVEL")
 	set(&c.LogFormat, "SLUICE_LOG_FORMAT")
 }
@@ -342,7 +357,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	for _, l := range []struct{ name, addr string }{
 		{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP}, {"admin", c.Listeners.Admin},
-		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS},
+		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}, {"websocket", c.Listeners.WebSocket},
 	} {
 		if l.addr == "" {
 			continue
@@ -353,6 +368,11 @@ func (c *Config) Validate() error {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listeners.%s: %w", l.name, err))
+		}
+	}
+	for i, o := range c.Listeners.WebSocketAllowedOrigins {
+		if err := ws.CheckOrigin(o); err != nil {
+			errs = append(errs, fmt.Errorf("listeners.websocket_allowed_origins[%d]: %w", i, err))
 		}
 	}
 	errs = append(errs, c.validateTLS()...)

@@ -78,6 +78,22 @@ func TestValidate(t *testing.T) {
 			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}
 			c.Admin.Users = []AdminUser{{Name: "a", PasswordHash: testHash}}
 		}, []string{`admin.users[0] ("a"): the user is listed twice`}},
+		{"websocket on the network without users", func(c *Config) { c.Listeners.WebSocket = "0.0.0.0:15674" },
+			[]string{"listeners.websocket 0.0.0.0:15674 is not a loopback address", "no users"}},
+		{"websocket on the network with users", func(c *Config) {
+			c.Listeners.WebSocket = "0.0.0.0:15674"
+			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}
+		}, nil},
+		{"admin_websocket on a network admin listener without users", func(c *Config) {
+			c.Listeners.Admin, c.Listeners.AdminWebSocket = "0.0.0.0:8161", true
+			c.Admin.Tokens = []string{"sha256:" + strings.Repeat("ab", 32)}
+		}, []string{"listeners.admin (with admin_websocket) 0.0.0.0:8161 is not a loopback address", "no users"}},
+		{"admin_websocket on a loopback admin listener", func(c *Config) { c.Listeners.AdminWebSocket = true }, nil},
+		{"websocket address", func(c *Config) { c.Listeners.WebSocket = "localhost" },
+			[]string{"listeners.websocket", "missing port"}},
+		{"websocket allowed origins", func(c *Config) {
+			c.Listeners.WebSocketAllowedOrigins = []string{"https://app.example.com", "*", "https://app.example.com/ui", "http://[x"}
+		}, []string{"listeners.websocket_allowed_origins[2]", "without a path", "listeners.websocket_allowed_origins[3]", "syntax error in pattern"}},
 		{"named port", func(c *Config) { c.Listeners.Admin = "localhost:http" }, nil},
 		{"listener without port", func(c *Config) { c.Listeners.STOMP = "127.0.0.1" },
 			[]string{"listeners.stomp", "missing port"}},
@@ -450,13 +466,15 @@ func TestApplyEnv(t *testing.T) {
 		"SLUICE_STOMP":     "0.0.0.0:61613",
 		"SLUICE_AMQP":      "0.0.0.0:5672",
 		"SLUICE_ADMIN":     "0.0.0.0:8161",
+		"SLUICE_WEBSOCKET": "0.0.0.0:15674",
 		"SLUICE_LOG_LEVEL": "debug",
 	}
 	cfg := Default()
 	cfg.ApplyEnv(func(k string) string { return env[k] })
 	want := Default()
 	want.Data = "/var/lib/sluice"
-	want.Listeners = Listeners{STOMP: "0.0.0.0:61613", AMQP: "0.0.0.0:5672", Admin: "0.0.0.0:8161"}
+	want.Listeners.STOMP, want.Listeners.AMQP, want.Listeners.Admin = "0.0.0.0:61613", "0.0.0.0:5672", "0.0.0.0:8161"
+	want.Listeners.WebSocket = "0.0.0.0:15674"
 	want.LogLevel = "debug"
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("ApplyEnv =\n%+v\nwant\n%+v", cfg, want)

@@ -27,8 +27,9 @@ type Security struct {
 	// AnonymousRole, when set, is the role of clients that present no
 	// credentials; without it they are refused once a user exists.
 	AnonymousRole string `toml:"anonymous_role"`
-	// AllowInsecureNetwork lets a STOMP or AMQP listener bind a non-loopback
-	// address while security is off or anonymous clients are let in.
+	// AllowInsecureNetwork lets a messaging listener (STOMP, STOMP over
+	// WebSocket, AMQP) bind a non-loopback address while security is off or
+	// anonymous clients are let in.
 	AllowInsecureNetwork bool `toml:"allow_insecure_network"`
 	// SetUserID stamps every message's JMSXUserID with its sender's
 	// authenticated user.
@@ -231,8 +232,13 @@ func LoopbackAddr(addr string) (bool, error) {
 // listener is a named listener address.
 type listener struct{ name, addr string }
 
-// messagingListeners are the listeners clients send and receive on.
+// messagingListeners are the listeners clients send and receive on: the
+// admin listener too when it serves STOMP over WebSocket.
 func (c *Config) messagingListeners() []listener {
-	return []listener{{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP},
-		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}}
+	ls := []listener{{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP},
+		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}, {"websocket", c.Listeners.WebSocket}}
+	if c.Listeners.AdminWebSocket {
+		ls = append(ls, listener{"admin (with admin_websocket)", c.Listeners.Admin})
+	}
+	return ls
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // TLS is the [tls] section: the certificate, key and client authentication
-// of every TLS listener (listeners.stomps, listeners.amqps, and
-// listeners.admin with admin_tls). A [tls.listener.NAME] section overrides
+// of every TLS listener (listeners.stomps, listeners.amqps,
+// listeners.admin with admin_tls, and listeners.websocket with
+// websocket_tls). A [tls.listener.NAME] section overrides
 // them for one listener, key by key.
 type TLS struct {
 	// CertFile is the PEM certificate the listeners serve, followed by
@@ -29,7 +30,7 @@ type TLS struct {
 	// MinVersion is the lowest TLS version accepted: "1.2" or "1.3".
 	MinVersion string `toml:"min_version"`
 	// Listener are the per-listener overrides by listener name: stomps,
-	// amqps or admin.
+	// amqps, admin or websocket.
 	Listener map[string]TLSOverride `toml:"listener"`
 }
 
@@ -62,7 +63,14 @@ type TLSOverride struct {
 
 // TLSListenerNames are the listeners that can serve TLS, the NAMEs of
 // [tls.listener.NAME].
-func TLSListenerNames() []string { return []string{"stomps", "amqps", "admin"} }
+func TLSListenerNames() []string { return []string{"stomps", "amqps", "admin", "websocket"} }
+
+// tlsListenerList is TLSListenerNames for an error message: "stomps,
+// amqps, admin or websocket".
+func tlsListenerList() string {
+	n := TLSListenerNames()
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+}
 
 // defaultTLS is [tls] with nothing configured.
 func defaultTLS() TLS {
@@ -71,7 +79,8 @@ func defaultTLS() TLS {
 
 // TLSListeners returns the names of the listeners that serve TLS in this
 // configuration: stomps and amqps when they have an address, admin when it
-// has one and admin_tls is set.
+// has one and admin_tls is set, websocket when it has one and
+// websocket_tls is set.
 func (c *Config) TLSListeners() []string {
 	var out []string
 	if c.Listeners.STOMPS != "" {
@@ -83,16 +92,19 @@ func (c *Config) TLSListeners() []string {
 	if c.Listeners.AdminTLS && c.Listeners.Admin != "" {
 		out = append(out, "admin")
 	}
+	if c.Listeners.WebSocketTLS && c.Listeners.WebSocket != "" {
+		out = append(out, "websocket")
+	}
 	return out
 }
 
 // ListenerTLS returns the TLS settings of the listener name (stomps,
-// amqps, admin): [tls] with [tls.listener.NAME] over it, paths joined to
+// amqps, admin, websocket): [tls] with [tls.listener.NAME] over it, paths joined to
 // Dir. It checks the values of client_auth and min_version, not the files
 // (Validate does).
 func (c *Config) ListenerTLS(name string) (tlsconf.Settings, error) {
 	if !slices.Contains(TLSListenerNames(), name) {
-		return tlsconf.Settings{}, fmt.Errorf("no TLS listener %q: want stomps, amqps or admin", name)
+		return tlsconf.Settings{}, fmt.Errorf("no TLS listener %q: want %s", name, tlsListenerList())
 	}
 	m := c.TLS.settings()
 	if o, ok := c.TLS.Listener[name]; ok {
@@ -176,7 +188,7 @@ func (c *Config) validateTLS() []error {
 	sort.Strings(names)
 	for _, name := range names {
 		if !slices.Contains(TLSListenerNames(), name) {
-			errs = append(errs, fmt.Errorf("tls.listener.%s: no such TLS listener; want stomps, amqps or admin", name))
+			errs = append(errs, fmt.Errorf("tls.listener.%s: no such TLS listener; want %s", name, tlsListenerList()))
 			continue
 		}
 		check("tls.listener."+name, c.TLS.Listener[name])
@@ -186,8 +198,8 @@ func (c *Config) validateTLS() []error {
 	}
 	for _, name := range c.TLSListeners() {
 		key := "listeners." + name
-		if name == "admin" {
-			key = "listeners.admin_tls"
+		if name == "admin" || name == "websocket" {
+			key = "listeners." + name + "_tls"
 		}
 		s, err := c.ListenerTLS(name)
 		if err != nil {

@@ -62,6 +62,10 @@ func TestValidateTLS(t *testing.T) {
 				"listeners.stomps serves TLS but has no key_file"}},
 		{"admin_tls without certificate", func(c *Config) { c.Listeners.AdminTLS = true },
 			[]string{"listeners.admin_tls serves TLS but has no cert_file", "tls.listener.admin.key_file"}},
+		{"websocket_tls without certificate", func(c *Config) { c.Listeners.WebSocketTLS = true },
+			[]string{"listeners.websocket_tls serves TLS but has no cert_file", "tls.listener.websocket.key_file"}},
+		{"websocket_tls without a websocket listener", func(c *Config) { c.Listeners.WebSocketTLS, c.Listeners.WebSocket = true, "" }, nil},
+		{"websocket_tls with a certificate", func(c *Config) { good(c); c.Listeners.WebSocketTLS = true }, nil},
 		{"override for one listener only", func(c *Config) {
 			c.Dir = dir
 			c.TLS.Listener["amqps"] = TLSOverride{CertFile: "tls/server.crt", KeyFile: "tls/server.key"}
@@ -89,7 +93,7 @@ func TestValidateTLS(t *testing.T) {
 			[]string{`tls.listener.admin.min_version "1.0": TLS versions below 1.2 are refused`}},
 		{"min_version 1.4", func(c *Config) { c.TLS.MinVersion = "1.4" }, []string{`tls.min_version "1.4": want 1.2 or 1.3`}},
 		{"unknown listener", func(c *Config) { c.TLS.Listener["stomp"] = TLSOverride{} },
-			[]string{"tls.listener.stomp: no such TLS listener; want stomps, amqps or admin"}},
+			[]string{"tls.listener.stomp: no such TLS listener; want stomps, amqps, admin or websocket"}},
 		{"stomps address", func(c *Config) { good(c); c.Listeners.STOMPS = "127.0.0.1" },
 			[]string{"listeners.stomps", "missing port"}},
 		{"every problem at once", func(c *Config) {
@@ -127,6 +131,7 @@ func TestListenerTLS(t *testing.T) {
 	c.TLS.CertFile, c.TLS.KeyFile = "tls/server.crt", "/secrets/server.key"
 	c.TLS.Listener["amqps"] = TLSOverride{ClientCAFile: "clients.pem", ClientAuth: "Require", MinVersion: "1.3"}
 	c.TLS.Listener["admin"] = TLSOverride{CertFile: "admin.crt", KeyFile: "admin.key", ClientAuth: "request", ClientCAFile: "/ca.pem"}
+	c.TLS.Listener["websocket"] = TLSOverride{CertFile: "web.crt", KeyFile: "web.key"}
 
 	tests := []struct {
 		name string
@@ -135,6 +140,7 @@ func TestListenerTLS(t *testing.T) {
 		{"stomps", tlsSummary{"/etc/sluice/tls/server.crt", "/secrets/server.key", "", tls.NoClientCert, tls.VersionTLS12}},
 		{"amqps", tlsSummary{"/etc/sluice/tls/server.crt", "/secrets/server.key", "/etc/sluice/clients.pem", tls.RequireAndVerifyClientCert, tls.VersionTLS13}},
 		{"admin", tlsSummary{"/etc/sluice/admin.crt", "/etc/sluice/admin.key", "/ca.pem", tls.VerifyClientCertIfGiven, tls.VersionTLS12}},
+		{"websocket", tlsSummary{"/etc/sluice/web.crt", "/etc/sluice/web.key", "", tls.NoClientCert, tls.VersionTLS12}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,6 +183,8 @@ func TestLoadTLSRelativeToTheFile(t *testing.T) {
 stomps = "127.0.0.1:61614"
 amqps = "127.0.0.1:5671"
 admin_tls = true
+websocket = "127.0.0.1:15673"
+websocket_tls = true
 
 [tls]
 cert_file = "tls/server.crt"
@@ -200,7 +208,7 @@ client_ca_file = "tls/ca.pem"
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate() = %v", err)
 	}
-	if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin" {
+	if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin,websocket" {
 		t.Errorf("TLSListeners() = %s", got)
 	}
 	s, err := c.ListenerTLS("amqps")
@@ -267,13 +275,13 @@ func TestExamples(t *testing.T) {
 			if name != "mtls" {
 				return
 			}
-			if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin" {
-				t.Errorf("TLS listeners %s, want stomps,amqps,admin", got)
+			if got := strings.Join(c.TLSListeners(), ","); got != "stomps,amqps,admin,websocket" {
+				t.Errorf("TLS listeners %s, want stomps,amqps,admin,websocket", got)
 			}
-			if c.Listeners.STOMP != "" || c.Listeners.AMQP != "" {
+			if c.Listeners.STOMP != "" || c.Listeners.AMQP != "" || !c.Listeners.WebSocketTLS {
 				t.Errorf("plain-text listeners on: %+v", c.Listeners)
 			}
-			for _, l := range []string{"stomps", "amqps"} {
+			for _, l := range []string{"stomps", "amqps", "websocket"} {
 				if s, _ := c.ListenerTLS(l); s.ClientAuth != tls.RequireAndVerifyClientCert {
 					t.Errorf("%s does not require client certificates", l)
 				}

@@ -27,15 +27,24 @@ import (
 //
 // If ctx ends before the handshake is done, the handshake is abandoned and
 // the connection closed.
+//
+// A connection that carries TLS underneath (STOMP over a wss WebSocket)
+// reports its state through a ConnectionState method, as *tls.Conn does;
+// its handshake is already done.
 func PeerCertificate(ctx context.Context, nc net.Conn) (*x509.Certificate, error) {
-	tc, ok := nc.(*tls.Conn)
-	if !ok {
+	var st tls.ConnectionState
+	switch tc := nc.(type) {
+	case *tls.Conn:
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("tls handshake with %s: %w", nc.RemoteAddr(), err)
+		}
+		st = tc.ConnectionState()
+	case interface{ ConnectionState() tls.ConnectionState }:
+		st = tc.ConnectionState()
+	default:
 		return nil, nil
 	}
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, fmt.Errorf("tls handshake with %s: %w", nc.RemoteAddr(), err)
-	}
-	chains := tc.ConnectionState().VerifiedChains
+	chains := st.VerifiedChains
 	if len(chains) == 0 || len(chains[0]) == 0 {
 		return nil, nil
 	}
