@@ -64,7 +64,7 @@ CONFIG=examples/config/quickstart.toml
 
 echo "== start sluice ($CONFIG, data in a temporary directory)"
 "$TMP/bin/sluice" serve --config "$CONFIG" --data "$TMP/data" \
-  --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --log-level info 2>"$TMP/sluice.log" &
+  --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --websocket "" --log-level info 2>"$TMP/sluice.log" &
 BROKER_PID=$!
 started=0
 for _ in $(seq 1 300); do # 30 s

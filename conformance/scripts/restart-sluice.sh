@@ -34,6 +34,6 @@ if [ -f "$pidfile" ]; then
 	rm -f "$pidfile"
 fi
 "$sluice" serve --config "$config" --data "$dir/data" \
-	--stomp "${SLUICE_CONFORMANCE_STOMP:-}" --amqp "${SLUICE_CONFORMANCE_AMQP:-}" --admin "${SLUICE_CONFORMANCE_ADMIN:-}" \
+	--stomp "${SLUICE_CONFORMANCE_STOMP:-}" --amqp "${SLUICE_CONFORMANCE_AMQP:-}" --admin "${SLUICE_CONFORMANCE_ADMIN:-}" --websocket "" \
 	>>"$dir/serve.log" 2>&1 </dev/null &
 echo $! >"$pidfile"

@@ -211,6 +211,7 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
     `stomp = "127.0.0.1:${stompPort}"`,
     `amqp = ""`,
     `admin = "127.0.0.1:${adminPort}"`,
+    `websocket = ""`,
     `[[admin.users]]`,
     `name = "${USER}"`,
     `password_hash = "${hash}"`,
