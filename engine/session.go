@@ -62,8 +62,8 @@ type Session struct {
 	nextTag   uint64
 	consumers map[*Consumer]struct{}
 	browsers  map[*Browser]struct{}
-	txn       *Txn // the current transaction of a Transacted session
-	closed    bool
+	txn       *Txn         // the current transaction of a Transacted session
+	closed    atomic.Bool  // written under mu; checkOpen reads it without
 	delay     atomic.Int64 // redelivery delay, ns
 	listenMu  sync.Mutex   // one listener at a time per session
 	onErr     atomic.Pointer[func(error)]
@@ -101,7 +101,7 @@ func (s *Session) notify(err error) {
 }
 
 func (s *Session) checkOpen() error {
-	if s.closed {
+	if s.closed.Load() {
 		return errorf(CodeIllegalState, "session is closed")
 	}
 	return s.conn.checkOpen()
@@ -207,7 +207,7 @@ func (s *Session) settleTags(ctx context.Context, tag uint64, cumulative, sync b
 // sent them.
 func (s *Session) restorePending(ctx context.Context, ds []delivery) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		s.conn.b.requeue(ctx, refsOf(ds), false, 0)
 		return
@@ -373,11 +373,11 @@ func (s *Session) AcknowledgeIn(tx *Txn, tag uint64) error {
 // Applications", "Closing a Session").
 func (s *Session) Close() error {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		return nil
 	}
-	s.closed = true
+	s.closed.Store(true)
 	cs := make([]*Consumer, 0, len(s.consumers))
 	for c := range s.consumers {
 		cs = append(cs, c)
@@ -478,7 +478,7 @@ func (s *Session) CreateConsumer(dest message.Destination, opts ConsumerOptions)
 		c.q = d.q
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.mu.Unlock()
 		return nil, errorf(CodeIllegalState, "session is closed")
 	}
