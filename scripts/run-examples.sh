@@ -3,16 +3,18 @@
 #
 # It builds sluice and the Go examples into a temporary directory, starts
 # `sluice serve` with examples/config/quickstart.toml, a temporary data
-# directory, and STOMP and AMQP 1.0 on free loopback ports (port 0: the broker
-# logs the addresses it bound), then runs the examples one at a time with the
-# ports in SLUICE_STOMP_PORT and SLUICE_AMQP_PORT, each under a time limit.
+# directory, and STOMP, AMQP 1.0 and STOMP over WebSocket on free loopback
+# ports (port 0: the broker logs the addresses it bound), then runs the
+# examples one at a time with the ports in SLUICE_STOMP_PORT, SLUICE_AMQP_PORT
+# and SLUICE_WEBSOCKET_PORT, each under a time limit.
 # Then it stops the broker (which must shut down cleanly), prints a summary
 # and exits non-zero if any example failed.
 #
 # The Python examples need Debian's python3-stomp and python3-qpid-proton for
 # /usr/bin/python3, the Node ones Node 20 and npm: examples/node's packages
 # are installed with `npm ci` when node_modules is missing or older than the
-# lock file. An example whose client is not installed is skipped, except
+# lock file; the browser one also needs Chromium (/usr/bin/chromium, or
+# CHROMIUM). An example whose client is not installed is skipped, except
 # under CI (CI set) or with SLUICE_EXAMPLES_REQUIRE=1, where that is a
 # failure. examples/java is not run: it needs Qpid JMS from Maven Central.
 #
@@ -64,7 +66,7 @@ CONFIG=examples/config/quickstart.toml
 
 echo "== start sluice ($CONFIG, data in a temporary directory)"
 "$TMP/bin/sluice" serve --config "$CONFIG" --data "$TMP/data" \
-  --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --websocket "" --log-level info 2>"$TMP/sluice.log" &
+  --stomp 127.0.0.1:0 --amqp 127.0.0.1:0 --admin "" --websocket 127.0.0.1:0 --log-level info 2>"$TMP/sluice.log" &
 BROKER_PID=$!
 started=0
 for _ in $(seq 1 300); do # 30 s
@@ -80,8 +82,10 @@ fi
 port_of() { sed -n "s/.*msg=listening protocol=$1 addr=127\.0\.0\.1:\([0-9]*\).*/\1/p" "$TMP/sluice.log" | head -1; }
 SLUICE_STOMP_PORT=$(port_of stomp)
 SLUICE_AMQP_PORT=$(port_of amqp)
-export SLUICE_STOMP_PORT SLUICE_AMQP_PORT
-echo "sluice pid $BROKER_PID: STOMP 127.0.0.1:$SLUICE_STOMP_PORT, AMQP 1.0 127.0.0.1:$SLUICE_AMQP_PORT"
+SLUICE_WEBSOCKET_PORT=$(port_of stomp-websocket)
+export SLUICE_STOMP_PORT SLUICE_AMQP_PORT SLUICE_WEBSOCKET_PORT
+echo "sluice pid $BROKER_PID: STOMP 127.0.0.1:$SLUICE_STOMP_PORT, AMQP 1.0 127.0.0.1:$SLUICE_AMQP_PORT," \
+  "STOMP over WebSocket ws://127.0.0.1:$SLUICE_WEBSOCKET_PORT/ws"
 
 # What each client needs; a non-empty value says why it cannot run.
 missing_python() {
@@ -101,6 +105,10 @@ NO_STOMP_PY=$(missing_python stomp python3-stomp)
 NO_PROTON=$(missing_python proton python3-qpid-proton)
 echo "== npm ci in examples/node if needed"
 NO_NODE=$(missing_node)
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+export CHROMIUM
+NO_BROWSER=$NO_NODE
+[ -n "$NO_BROWSER" ] || [ -x "$CHROMIUM" ] || NO_BROWSER="$CHROMIUM not found (apt-get install chromium fonts-dejavu-core)"
 
 declare -a SUMMARY
 PASSED=0 FAILED=0 SKIPPED=0
@@ -141,6 +149,7 @@ run python/stomp_selector.py "stomp.py: selector" "$NO_STOMP_PY" "$PY" examples/
 run python/proton_durable.py "Proton: durable subscription" "$NO_PROTON" "$PY" examples/python/proton_durable.py
 run node/rhea_redelivery.mjs "rhea: redelivery limit, DLQ" "$NO_NODE" node examples/node/rhea_redelivery.mjs
 run node/stompjs_delay.mjs "stompjs: time-to-deliver" "$NO_NODE" node examples/node/stompjs_delay.mjs
+run browser/index.html "stompjs in Chromium: selector" "$NO_BROWSER" node examples/browser/run.mjs
 run go/stomp-redelivery "go-stomp: NACK, DLQ" "" "$TMP/bin/stomp-redelivery"
 run go/amqp-schedule "go-amqp: delivery schedule" "" "$TMP/bin/amqp-schedule"
 
