@@ -40,6 +40,7 @@ type Broker struct {
 	closed    bool
 
 	async asyncWriter
+	acks  ackWatch // acknowledgement writes not yet durable (ack.go)
 
 	totals totals // broker-wide counters (stats.go)
 }
@@ -143,6 +144,11 @@ func (b *Broker) Close() error {
 	b.cancel()
 	b.wg.Wait()
 	b.async.flush(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.acks.wait(ctx); err != nil {
+		b.log.Warn("close", slog.Any("err", err))
+	}
 	return nil
 }
 

@@ -14,10 +14,12 @@ import (
 )
 
 // Confirmation is the outcome, still to come, of a message sent with
-// Producer.SendToAsync. A nil Confirmation is a send already confirmed.
+// Producer.SendToAsync, or of an acknowledgement made with
+// Session.AcknowledgeConfirm. A nil Confirmation is already confirmed.
 type Confirmation struct {
-	ew   *earlyWrite // consume before store
-	add  *orderedAdd // store first
+	ew   *earlyWrite   // consume before store
+	add  *orderedAdd   // store first
+	ack  store.Pending // an acknowledgement's delete (AcknowledgeConfirm)
 	dest message.Destination
 
 	// Consume before store: the message, taken off its queue when its
@@ -39,6 +41,9 @@ func (c *Confirmation) Ready() bool {
 	}
 	if c.add != nil {
 		return isClosed(c.add.done)
+	}
+	if c.ack != nil {
+		return isClosed(c.ack.Done())
 	}
 	if c.ew == nil || isClosed(c.ew.consumed) {
 		return true
@@ -84,6 +89,17 @@ func (c *Confirmation) wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if c.ack != nil {
+		select {
+		case <-c.ack.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := c.ack.Err(); err != nil {
+			return fmt.Errorf("store acknowledgement on %s: %w", c.dest, err)
+		}
+		return nil
 	}
 	if c.ew == nil {
 		return nil

@@ -520,7 +520,9 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 	case frame.CmdUnsubscribe:
 		err = c.handleUnsubscribe(ctx, f)
 	case frame.CmdAck, frame.CmdNack:
-		err = c.handleAck(ctx, f)
+		if err = c.handleAck(ctx, f); errors.Is(err, errPending) {
+			return false, nil // the confirmer answers it
+		}
 	case frame.CmdBegin, frame.CmdCommit, frame.CmdAbort:
 		err = c.handleTxn(ctx, f)
 	case frame.CmdDisconnect:

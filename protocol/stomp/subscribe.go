@@ -355,7 +355,7 @@ func (c *conn) handleAck(ctx context.Context, f *frame.Frame) error {
 			}
 			return sub.sess.AcknowledgeIn(st.tx, tag)
 		}
-		return sub.sess.Acknowledge(ctx, tag)
+		return c.acknowledge(sub, tag, f)
 	}
 	outcome := engine.Failed
 	if requeue, ok, err := parseBoolHeader(f, hRequeue); err != nil {
@@ -364,6 +364,32 @@ func (c *conn) handleAck(ctx context.Context, f *frame.Frame) error {
 		outcome = engine.Rejected
 	}
 	return sub.sess.Settle(ctx, tag, outcome)
+}
+
+// acknowledge acknowledges a delivery for an ACK outside a transaction
+// without holding up the reader while the store writes it: the
+// acknowledgement takes effect at once and its delete is committed with
+// other writes. A receipt is answered once the delete is durable, by the
+// confirmer when earlier frames still wait or more frames are already
+// read (it returns errPending then), in order with the connection's other
+// receipts; a failed write gives an ERROR naming the receipt. Without a
+// receipt only a write that failed at once is reported.
+func (c *conn) acknowledge(sub *subscription, tag uint64, f *frame.Frame) error {
+	conf, err := sub.sess.AcknowledgeConfirm(tag)
+	if err != nil {
+		return err
+	}
+	if _, ok := f.Get(frame.HeaderReceipt); !ok {
+		if conf.Ready() {
+			return conf.Wait(c.ctx)
+		}
+		return nil
+	}
+	if !conf.Ready() && (c.confirms.pending.Load() > 0 || c.rd.Buffered() > 0) {
+		c.later(pendingConfirm{f: f, conf: conf})
+		return errPending
+	}
+	return conf.Wait(c.ctx)
 }
 
 // browse sends the queue's messages without consuming them, then a MESSAGE
