@@ -117,19 +117,7 @@ func TestConnectionEndsAreLoggedWithTheirReason(t *testing.T) {
 // a test that shuts it down.
 func serveShutdownable(t *testing.T, eng *engine.Broker, opts stomp.Options) (string, *stomp.Server) {
 	t.Helper()
-	srv := stomp.NewServer(eng, opts)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = eng.Close()
-	})
-	return ln.Addr().String(), srv
+	return serve(t, eng, func() { _ = eng.Close() }, opts)
 }
 
 // addr2 serves eng once more, on a second server, after the first shut

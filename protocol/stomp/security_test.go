@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -111,19 +110,8 @@ func dialQuick(t *testing.T, addr string, opts ...func(*gostomp.Conn) error) *go
 // ends, then calls closeEng.
 func serveWith(t testing.TB, eng *engine.Broker, closeEng func(), opts stomp.Options) string {
 	t.Helper()
-	srv := stomp.NewServer(eng, opts)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		closeEng()
-	})
-	return ln.Addr().String()
+	addr, _ := serve(t, eng, closeEng, opts)
+	return addr
 }
 
 // login dials as user (with its password from the realm above).

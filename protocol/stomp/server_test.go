@@ -26,6 +26,14 @@ func startServer(t *testing.T, cfg engine.Config, opts stomp.Options) (string, *
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr, _ := serve(t, eng, func() { _ = eng.Close() }, opts)
+	return addr, eng
+}
+
+// serve runs a STOMP server with opts on eng at 127.0.0.1:0 until the test
+// ends, then shuts it down and calls closeEng.
+func serve(t testing.TB, eng *engine.Broker, closeEng func(), opts stomp.Options) (string, *stomp.Server) {
+	t.Helper()
 	srv := stomp.NewServer(eng, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,9 +44,9 @@ func startServer(t *testing.T, cfg engine.Config, opts stomp.Options) (string, *
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		_ = eng.Close()
+		closeEng()
 	})
-	return ln.Addr().String(), eng
+	return ln.Addr().String(), srv
 }
 
 func dial(t *testing.T, addr string, opts ...func(*gostomp.Conn) error) *gostomp.Conn {
