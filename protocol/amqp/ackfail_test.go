@@ -35,15 +35,7 @@ func TestFailedAcknowledgementIsNotAccepted(t *testing.T) {
 	rc.write(t, 0, &types.Attach{Name: "r", Handle: 1, Role: types.RoleReceiver,
 		RcvSettleMode: types.ReceiverSettleModeSecond, Source: src, Target: types.NewTarget()}, nil)
 	rc.expect(t, "amqp:attach:list", 5*time.Second)
-	credit := func(deliveryCount uint32) {
-		fl := types.NewFlow()
-		fl.NextIncomingID = types.Some(types.TransferNumber(deliveryCount))
-		fl.IncomingWindow, fl.OutgoingWindow = 1<<20, 1<<20
-		fl.Handle = types.Some(types.Handle(1))
-		fl.DeliveryCount = types.Some(types.SequenceNo(deliveryCount))
-		fl.LinkCredit = types.Some(uint32(1))
-		rc.write(t, 0, fl, nil)
-	}
+	credit := func(deliveryCount uint32) { rc.flow(t, 1, deliveryCount, deliveryCount, 1) }
 	receive := func() types.DeliveryNumber {
 		t.Helper()
 		tf := rc.expect(t, "amqp:transfer:list", 5*time.Second)

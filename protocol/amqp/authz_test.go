@@ -371,13 +371,7 @@ func TestDeniedTransferStoresNothing(t *testing.T) {
 	src.Address = "orders.raw"
 	rc.write(t, 0, &types.Attach{Name: "rcv", Handle: 3, Role: types.RoleReceiver, Source: src, Target: types.NewTarget()}, nil)
 	rc.expect(t, "amqp:attach:list", 5*time.Second)
-	fl := types.NewFlow()
-	fl.NextIncomingID = types.Some(types.TransferNumber(0))
-	fl.IncomingWindow, fl.OutgoingWindow = 1000, 1000
-	fl.Handle = types.Some(types.Handle(3))
-	fl.DeliveryCount = types.Some(types.SequenceNo(0))
-	fl.LinkCredit = types.Some(uint32(10))
-	rc.write(t, 0, fl, nil)
+	rc.flow(t, 3, 0, 0, 10)
 	for _, want := range []string{"1", "2", "3", "4"} {
 		f := rc.expect(t, "amqp:transfer:list", 5*time.Second)
 		var m types.Message

@@ -75,6 +75,19 @@ func (rc *rawClient) write(t *testing.T, ch uint16, body frames.Body, payload []
 }
 
 // expect reads frames until one with the descriptor name arrives.
+// flow gives a receiving link credit: the session's next incoming
+// transfer number, the link's delivery count and the credit.
+func (rc *rawClient) flow(t *testing.T, handle, nextIncoming, deliveryCount, credit uint32) {
+	t.Helper()
+	fl := types.NewFlow()
+	fl.NextIncomingID = types.Some(types.TransferNumber(nextIncoming))
+	fl.IncomingWindow, fl.OutgoingWindow = 1<<20, 1<<20
+	fl.Handle = types.Some(types.Handle(handle))
+	fl.DeliveryCount = types.Some(types.SequenceNo(deliveryCount))
+	fl.LinkCredit = types.Some(credit)
+	rc.write(t, 0, fl, nil)
+}
+
 func (rc *rawClient) expect(t *testing.T, name string, d time.Duration) frames.Frame {
 	t.Helper()
 	_ = rc.nc.SetReadDeadline(time.Now().Add(d))
@@ -200,13 +213,7 @@ func TestTransactions(t *testing.T) {
 	src.Address = "in"
 	rc.write(t, 0, &types.Attach{Name: "c", Handle: 1, Role: types.RoleReceiver, Source: src, Target: types.NewTarget()}, nil)
 	rc.expect(t, "amqp:attach:list", 5*time.Second)
-	fl := types.NewFlow()
-	fl.NextIncomingID = types.Some(types.TransferNumber(0))
-	fl.IncomingWindow, fl.OutgoingWindow = 1000, 1000
-	fl.Handle = types.Some(types.Handle(1))
-	fl.DeliveryCount = types.Some(types.SequenceNo(0))
-	fl.LinkCredit = types.Some(uint32(1))
-	rc.write(t, 0, fl, nil)
+	rc.flow(t, 1, 0, 0, 1)
 	tf := rc.expect(t, "amqp:transfer:list", 5*time.Second)
 	inID := tf.Body.(*types.Transfer).DeliveryID.Value
 
@@ -424,13 +431,7 @@ func TestPreSettledDetachRace(t *testing.T) {
 		rc.write(t, 0, &types.Attach{Name: fmt.Sprintf("r%d", i), Handle: 1, Role: types.RoleReceiver,
 			SndSettleMode: types.SenderSettleModeSettled, Source: src, Target: types.NewTarget()}, nil)
 		rc.expect(t, "amqp:attach:list", 5*time.Second)
-		fl := types.NewFlow()
-		fl.NextIncomingID = types.Some(types.TransferNumber(i))
-		fl.IncomingWindow, fl.OutgoingWindow = 1<<20, 1<<20
-		fl.Handle = types.Some(types.Handle(1))
-		fl.DeliveryCount = types.Some(types.SequenceNo(0))
-		fl.LinkCredit = types.Some(uint32(1))
-		rc.write(t, 0, fl, nil)
+		rc.flow(t, 1, uint32(i), 0, 1)
 		tf := rc.expect(t, "amqp:transfer:list", 5*time.Second)
 		rc.write(t, 0, &types.Detach{Handle: 1, Closed: true}, nil)
 		var m types.Message
