@@ -37,6 +37,15 @@ Scenarios (every option below can change them):
   persistent  queue, 1 producer, 1 consumer, 1 KiB, persistent, a receipt
               (broker confirmation) per message before the next send
   fanout      topic, 1 producer, 50 subscribers, 1 KiB, non-persistent
+  backlog     queue, fill then drain: the producers send --count persistent
+              messages with receipts (--receipt-window, default 64), and
+              only once every one is confirmed do the consumers attach and
+              drain them all with --ack (client-individual: one ACK, or one
+              AMQP accept, per message). The report gives the fill rate,
+              the drain rate and, with --broker-pid, the broker's CPU per
+              100k messages of each phase and its RSS (/proc/PID/status
+              VmRSS) before the fill, after it and after the drain. Its
+              latencies include the time in the backlog.
 
 Every run is bounded (--count or --duration). It reports the rates, the
 end-to-end latency percentiles (from a send timestamp in each message, so
@@ -67,15 +76,15 @@ type benchFlags struct {
 
 func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.addr, "addr", "", "broker address host:port (default: start a Sluice in this process)")
-	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent or fanout")
-	f.IntVar(&b.o.Count, "count", 0, "messages to send in all (default: 100000 for queue, 5000 for persistent and fanout, unless --duration)")
+	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent, fanout or backlog")
+	f.IntVar(&b.o.Count, "count", 0, "messages to send in all (default: 100000 for queue, 5000 for persistent, fanout and backlog, unless --duration)")
 	f.DurationVar(&b.o.Duration, "duration", 0, "send for this long instead (with --count too: whichever ends first)")
 	f.IntVar(&b.o.Size, "size", 1024, "body size in bytes")
 	f.IntVar(&b.o.Producers, "producers", 1, "producers, each on its own connection")
 	f.IntVar(&b.o.Consumers, "consumers", 0, "consumers of the queue or subscribers of the topic, each on its own connection (default 1; fanout 50)")
 	f.BoolVar(&b.o.Persistent, "persistent", false, "persistent messages (the persistent scenario sets it)")
 	f.BoolVar(&b.o.Receipts, "receipts", false, "a broker confirmation per message (the persistent scenario sets it)")
-	f.IntVar(&b.o.ReceiptWindow, "receipt-window", 1, "confirmations a producer may have outstanding")
+	f.IntVar(&b.o.ReceiptWindow, "receipt-window", 1, "confirmations a producer may have outstanding (backlog: default 64)")
 	f.StringVar(&b.ack, "ack", "auto", "consumer acknowledgement: auto, client (cumulative) or client-individual")
 	f.IntVar(&b.o.AckEvery, "ack-every", 1, "with --ack client: acknowledge every n-th message")
 	f.IntVar(&b.o.Prefetch, "prefetch", 0, "consumer prefetch (STOMP activemq.prefetchSize and prefetch-count; AMQP link credit); 0: the broker's default")
@@ -83,7 +92,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Prefix, "prefix", "sluicebench", "destination name prefix; the scenario and a run ID follow")
 	f.StringVar(&b.o.Destination, "destination", "", "use this destination name as it is (a reused queue's leftovers are counted as foreign)")
 	f.DurationVar(&b.o.DrainTimeout, "drain-timeout", 10*time.Second, "after sending, give up once no message arrived for this long")
-	f.IntVar(&b.o.BrokerPID, "broker-pid", 0, "measure this process's CPU time (/proc/PID/stat) over the run")
+	f.IntVar(&b.o.BrokerPID, "broker-pid", 0, "measure this process's CPU time (/proc/PID/stat) over the run, and with --scenario backlog its RSS (/proc/PID/status)")
 	f.StringVar(&b.o.Label, "label", "", "name of the broker in the report and in summaries (default: protocol and address)")
 	f.BoolVar(&b.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&b.data, "data", "", "in-process Sluice: data directory (default: a temporary one, removed afterwards)")
@@ -96,10 +105,13 @@ func (b *benchFlags) options(flags *pflag.FlagSet) (loadgen.Options, error) {
 	o := b.o
 	o.Scenario = loadgen.Scenario(b.scenario)
 	o.AckMode = loadgen.AckMode(b.ack)
-	if o.Scenario == loadgen.ScenarioPersistent {
+	if o.Scenario == loadgen.ScenarioPersistent || o.Scenario == loadgen.ScenarioBacklog {
 		if (flags.Changed("persistent") && !o.Persistent) || (flags.Changed("receipts") && !o.Receipts) {
-			return o, errors.New("the persistent scenario is persistent with receipts: use --scenario queue to turn either off")
+			return o, fmt.Errorf("the %s scenario is persistent with receipts: use --scenario queue to turn either off", o.Scenario)
 		}
+	}
+	if o.Scenario == loadgen.ScenarioBacklog && !flags.Changed("receipt-window") {
+		o.ReceiptWindow = 0 // the scenario's default
 	}
 	if o.Count == 0 && o.Duration == 0 {
 		switch o.Scenario {
@@ -235,6 +247,7 @@ func newBenchSTOMPCommand() *cobra.Command {
 		Short: "Benchmark a STOMP broker (default: an in-process Sluice)",
 		Example: `  sluice bench stomp --scenario queue
   sluice bench stomp --addr 127.0.0.1:61613 --scenario persistent --count 5000
+  sluice bench stomp --addr 127.0.0.1:61613 --client lean --scenario backlog --count 200000 --ack client-individual --broker-pid PID
   sluice bench stomp --addr 127.0.0.1:63613 --login guest --passcode guest --host / --scenario fanout --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -279,6 +292,7 @@ Without --addr, a Sluice broker starts inside this process with its AMQP 1.0
 listener on 127.0.0.1:0.`,
 		Example: `  sluice bench amqp --scenario queue
   sluice bench amqp --scenario persistent --count 5000 --client lean
+  sluice bench amqp --addr 127.0.0.1:5672 --client lean --scenario backlog --count 200000 --ack client-individual --broker-pid PID
   sluice bench amqp --addr 127.0.0.1:5673 --user guest --password guest --address-style rabbitmq --scenario queue --ack client-individual --prefetch 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

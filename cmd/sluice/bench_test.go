@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,6 +60,49 @@ func TestBenchAMQPLeanClient(t *testing.T) {
 	}
 }
 
+func TestBenchBacklog(t *testing.T) {
+	pid := strconv.Itoa(os.Getpid()) // the in-process broker
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		window int
+	}{
+		{"stomp lean", []string{"stomp", "--client", "lean"}, 64},
+		{"stomp go-stomp window 8", []string{"stomp", "--receipt-window", "8"}, 8},
+		{"amqp lean", []string{"amqp", "--client", "lean"}, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"bench"}, tc.args...)
+			args = append(args, "--scenario", "backlog", "--count", "600", "--ack", "client-individual", "--consumers", "2",
+				"--broker-pid", pid, "--json", "--data", t.TempDir())
+			out, err := runSluice(t, args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var rep loadgen.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !rep.OK || rep.Sent != 600 || rep.Received != 600 || rep.Missing != 0 || rep.Duplicates != 0 ||
+				rep.Options.Scenario != loadgen.ScenarioBacklog || rep.Options.ReceiptWindow != tc.window || rep.Backlog == nil {
+				t.Fatalf("report %+v", rep)
+			}
+			if b := rep.Backlog; b.FillRate <= 0 || b.DrainRate <= 0 || b.RSSAfterFill <= 0 {
+				t.Fatalf("backlog %+v", b)
+			}
+		})
+	}
+	out, err := runSluice(t, "bench", "stomp", "--scenario", "backlog", "--count", "100", "--ack", "client-individual")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"backlog: queue", "fill  ", "100 confirmed in", "drain  ", "100 received in", "result      OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestBenchSTOMPFanoutTextAndSummarize(t *testing.T) {
 	dir := t.TempDir()
 	out, err := runSluice(t, "bench", "stomp", "--scenario", "fanout", "--count", "200", "--consumers", "5")
@@ -103,6 +147,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "stomp", "--addr", "127.0.0.1:1", "--cpuprofile", "x"}, "in-process"},
 		{[]string{"bench", "stomp", "--scenario", "persistent", "--persistent=false"}, "persistent scenario"},
 		{[]string{"bench", "stomp", "--scenario", "sideways"}, "scenario"},
+		{[]string{"bench", "stomp", "--scenario", "backlog", "--receipts=false"}, "backlog scenario"},
+		{[]string{"bench", "stomp", "--scenario", "backlog", "--duration", "1s", "--count", "0"}, "message count"},
 		{[]string{"bench", "stomp", "--ack", "maybe"}, "ack mode"},
 		{[]string{"bench", "amqp", "--addr", "127.0.0.1:1", "--address-style", "odd"}, "address-style"},
 		{[]string{"bench", "amqp", "--addr", "127.0.0.1:1", "--client", "odd"}, "--client"},

@@ -37,10 +37,19 @@ const (
 	ScenarioPersistent Scenario = "persistent"
 	// ScenarioFanout: one producer to a topic with 50 subscribers, 1 KiB.
 	ScenarioFanout Scenario = "fanout"
+	// ScenarioBacklog fills a queue, then drains it: the producers send
+	// every message, persistent and confirmed (receipts, a window of 64),
+	// with no consumer attached; only then do the consumers attach and
+	// take them all. The report times the two phases apart (see
+	// BacklogReport). It needs a message count.
+	ScenarioBacklog Scenario = "backlog"
 )
 
 // Scenarios lists the standard scenarios.
-var Scenarios = []Scenario{ScenarioQueue, ScenarioPersistent, ScenarioFanout}
+var Scenarios = []Scenario{ScenarioQueue, ScenarioPersistent, ScenarioFanout, ScenarioBacklog}
+
+// defaultBacklogWindow is the backlog scenario's receipt window.
+const defaultBacklogWindow = 64
 
 // AckMode is how consumers acknowledge.
 type AckMode string
@@ -122,8 +131,23 @@ func (o *Options) Resolve() error {
 		if o.Consumers == 0 {
 			o.Consumers = 50
 		}
+	case ScenarioBacklog:
+		o.Persistent = true
+		o.Receipts = true
+		if o.ReceiptWindow <= 0 {
+			o.ReceiptWindow = defaultBacklogWindow
+		}
+		if o.Count <= 0 || o.Duration != 0 {
+			return errors.New("the backlog scenario fills a queue with a message count, not for a duration")
+		}
+		if o.Topic {
+			return errors.New("the backlog scenario fills a queue: a topic keeps nothing for subscribers not yet attached")
+		}
+		if o.MaxBacklog != 0 {
+			return errors.New("the backlog scenario has no consumer while it fills: max-backlog would stop it")
+		}
 	default:
-		return fmt.Errorf("scenario %q: want queue, persistent or fanout", o.Scenario)
+		return fmt.Errorf("scenario %q: want queue, persistent, fanout or backlog", o.Scenario)
 	}
 	if o.Count < 0 || o.Duration < 0 {
 		return errors.New("count and duration must not be negative")
@@ -269,7 +293,8 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	defer cancel()
 
 	// Consumers first, so that nothing is published to a topic with no
-	// subscribers.
+	// subscribers; in the backlog scenario, after the fill.
+	fillFirst := o.Scenario == ScenarioBacklog
 	setupCtx, setupCancel := context.WithTimeout(ctx, o.SetupTimeout)
 	defer setupCancel()
 	var backlog chan struct{}
@@ -285,13 +310,22 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	progress := make(chan struct{}, 1)
 	states := make([]*consumerState, o.Consumers)
 	consumers := make([]Consumer, 0, o.Consumers)
+	var attachConsumer func(ctx context.Context, i int) error
 	closeAll := func() {
 		for _, c := range consumers {
 			_ = c.Close()
 		}
 	}
 	defer closeAll()
-	for i := range states {
+	attach := func(ctx context.Context) error {
+		for i := range states {
+			if err := attachConsumer(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	attachConsumer = func(ctx context.Context, i int) error {
 		st := &consumerState{seen: make([][]uint64, o.Producers), done: make(chan struct{})}
 		st.releaseBL = backlog != nil && (!o.Topic || i == 0)
 		if n := expected.Load(); n > 0 {
@@ -356,11 +390,17 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 				}
 			}
 		}
-		c, err := d.NewConsumer(setupCtx, &o, i, h)
+		c, err := d.NewConsumer(ctx, &o, i, h)
 		if err != nil {
-			return nil, fmt.Errorf("consumer %d: %w", i, err)
+			return fmt.Errorf("consumer %d: %w", i, err)
 		}
 		consumers = append(consumers, c)
+		return nil
+	}
+	if !fillFirst {
+		if err := attach(setupCtx); err != nil {
+			return nil, err
+		}
 	}
 	producers := make([]Producer, 0, o.Producers)
 	defer func() {
@@ -385,6 +425,14 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	brokerBefore, brokerErr := 0.0, error(nil)
 	if o.BrokerPID > 0 {
 		brokerBefore, brokerErr = ProcessCPU(o.BrokerPID)
+	}
+	var bl *BacklogReport
+	if fillFirst {
+		bl = &BacklogReport{}
+		rep.Backlog = bl
+		if o.BrokerPID > 0 {
+			bl.RSSBeforeFill = brokerRSS(o.BrokerPID, rep)
+		}
 	}
 	selfBefore := selfCPU()
 
@@ -453,6 +501,29 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 		}
 	}
 	expected.Store(totalSent)
+	var drainStart time.Time
+	drainCPUBefore, drainCPUErr := 0.0, error(nil)
+	if fillFirst {
+		// The fill is confirmed: measure it, then attach the consumers.
+		bl.FillSeconds = sendEnd.Sub(start).Seconds()
+		if o.BrokerPID > 0 {
+			cpu, err := ProcessCPU(o.BrokerPID)
+			if err == nil && brokerErr == nil {
+				bl.FillBrokerCPU = cpu - brokerBefore
+			}
+			bl.RSSAfterFill = brokerRSS(o.BrokerPID, rep)
+		}
+		drainStart = time.Now()
+		if o.BrokerPID > 0 {
+			drainCPUBefore, drainCPUErr = ProcessCPU(o.BrokerPID)
+		}
+		attachCtx, attachCancel := context.WithTimeout(ctx, o.SetupTimeout)
+		err := attach(attachCtx)
+		attachCancel()
+		if err != nil {
+			return nil, fmt.Errorf("after the fill of %d messages: %w", totalSent, err)
+		}
+	}
 	// Consumers that already have everything (count known late in
 	// duration mode) are done now.
 	for _, st := range states {
@@ -516,6 +587,12 @@ drain:
 			rep.Errors = append(rep.Errors, fmt.Sprintf("broker CPU of pid %d: %v", o.BrokerPID, brokerErr))
 		} else {
 			rep.BrokerCPU = after - brokerBefore
+			if bl != nil && drainCPUErr == nil {
+				bl.DrainBrokerCPU = after - drainCPUBefore
+			}
+		}
+		if bl != nil {
+			bl.RSSAfterDrain = brokerRSS(o.BrokerPID, rep)
 		}
 	}
 	rep.ClientCPU = selfCPU() - selfBefore
@@ -581,6 +658,9 @@ drain:
 	}
 	if lastRecv > 0 {
 		rep.ReceiveSeconds = time.Duration(lastRecv - start.UnixNano()).Seconds()
+		if bl != nil {
+			bl.DrainSeconds = time.Duration(lastRecv - drainStart.UnixNano()).Seconds()
+		}
 	}
 	rep.Seconds = end.Sub(start).Seconds()
 	rep.Latency = hist.Summary()

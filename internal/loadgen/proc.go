@@ -45,3 +45,46 @@ func parseStat(s string) (float64, error) {
 	}
 	return float64(ut+st) / clockTicks, nil
 }
+
+// ProcessRSS returns the resident set size in bytes of process pid, from
+// the VmRSS line of /proc/PID/status.
+func ProcessRSS(pid int) (int64, error) {
+	if pid <= 0 {
+		return 0, errors.New("no pid")
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	return parseVmRSS(string(b))
+}
+
+// parseVmRSS reads the "VmRSS:   1234 kB" line of a /proc/PID/status.
+func parseVmRSS(s string) (int64, error) {
+	for line := range strings.SplitSeq(s, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("malformed VmRSS line %q", line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed VmRSS line %q: %w", line, err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("no VmRSS line (a kernel thread or a zombie?)")
+}
+
+// brokerRSS is ProcessRSS of pid, or 0 with the error noted in rep.
+func brokerRSS(pid int, rep *Report) int64 {
+	n, err := ProcessRSS(pid)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("broker RSS of pid %d: %v", pid, err))
+		return 0
+	}
+	return n
+}

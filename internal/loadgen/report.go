@@ -39,6 +39,9 @@ type Report struct {
 
 	Latency LatencySummary `json:"latency"`
 
+	// Backlog has the phases of the backlog scenario (nil for the others).
+	Backlog *BacklogReport `json:"backlog,omitempty"`
+
 	// BrokerCPU is the CPU seconds (user+system) of Options.BrokerPID over
 	// the measured part of the run; ClientCPU the same for this process.
 	BrokerCPU        float64  `json:"broker_cpu_seconds,omitempty"`
@@ -48,6 +51,40 @@ type Report struct {
 	LoadAfter        string   `json:"loadavg_after,omitempty"`
 	Errors           []string `json:"errors,omitempty"`
 	OK               bool     `json:"ok"` // every message arrived, no duplicates, no errors
+}
+
+// BacklogReport is the backlog scenario's two phases: the fill (every
+// message sent and confirmed, no consumer attached) and the drain (from the
+// moment the consumers start to attach until the last message arrived).
+// The broker figures need Options.BrokerPID.
+type BacklogReport struct {
+	FillSeconds  float64 `json:"fill_seconds"`
+	FillRate     float64 `json:"fill_rate"` // messages/s confirmed
+	DrainSeconds float64 `json:"drain_seconds"`
+	DrainRate    float64 `json:"drain_rate"` // messages/s received (and acknowledged, unless ack auto)
+
+	FillBrokerCPU         float64 `json:"fill_broker_cpu_seconds,omitempty"`
+	FillBrokerCPUPer100k  float64 `json:"fill_broker_cpu_seconds_per_100k,omitempty"`
+	DrainBrokerCPU        float64 `json:"drain_broker_cpu_seconds,omitempty"`
+	DrainBrokerCPUPer100k float64 `json:"drain_broker_cpu_seconds_per_100k,omitempty"`
+	RSSBeforeFill         int64   `json:"rss_before_fill_bytes,omitempty"` // the broker's VmRSS
+	RSSAfterFill          int64   `json:"rss_after_fill_bytes,omitempty"`
+	RSSAfterDrain         int64   `json:"rss_after_drain_bytes,omitempty"`
+}
+
+func (b *BacklogReport) finish(sent, received int64) {
+	if b.FillSeconds > 0 {
+		b.FillRate = float64(sent) / b.FillSeconds
+	}
+	if b.DrainSeconds > 0 {
+		b.DrainRate = float64(received) / b.DrainSeconds
+	}
+	if b.FillBrokerCPU > 0 && sent > 0 {
+		b.FillBrokerCPUPer100k = b.FillBrokerCPU / float64(sent) * 1e5
+	}
+	if b.DrainBrokerCPU > 0 && received > 0 {
+		b.DrainBrokerCPUPer100k = b.DrainBrokerCPU / float64(received) * 1e5
+	}
 }
 
 func (r *Report) finish() {
@@ -79,6 +116,9 @@ func (r *Report) finish() {
 	// deliveries, and that is what the other scenarios count too.
 	if r.BrokerCPU > 0 && r.Expected > 0 {
 		r.BrokerCPUPer100k = r.BrokerCPU / float64(r.Expected) * 1e5
+	}
+	if r.Backlog != nil {
+		r.Backlog.finish(r.Sent, r.Received)
 	}
 	r.OK = r.Missing == 0 && r.Duplicates == 0 && len(r.Errors) == 0 && r.Sent > 0
 }
@@ -121,6 +161,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		p("end to end", "%s msg/s", rate(r.MessageRate))
 	}
+	if b := r.Backlog; b != nil {
+		p("fill", "%d confirmed in %.3fs = %s msg/s, no consumer attached", r.Sent, b.FillSeconds, rate(b.FillRate))
+		p("drain", "%d received in %.3fs = %s msg/s", r.Received, b.DrainSeconds, rate(b.DrainRate))
+		if o.BrokerPID > 0 {
+			p("broker cpu fill", "%.2fs = %.2fs per 100k messages", b.FillBrokerCPU, b.FillBrokerCPUPer100k)
+			p("broker cpu drain", "%.2fs = %.2fs per 100k messages", b.DrainBrokerCPU, b.DrainBrokerCPUPer100k)
+			p("broker rss", "before fill %s, after fill %s, after drain %s", mib(b.RSSBeforeFill), mib(b.RSSAfterFill), mib(b.RSSAfterDrain))
+		}
+	}
 	l := r.Latency
 	p("latency ms", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s", ms(l.P50Ms), ms(l.P90Ms), ms(l.P99Ms), ms(l.P999Ms), ms(l.MaxMs), ms(l.MeanMs))
 	p("verified", "missing %d, duplicates %d, other runs' messages %d", r.Missing, r.Duplicates, r.Foreign)
@@ -151,6 +200,10 @@ func prefetchString(n int) string {
 
 func rate(v float64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+func mib(n int64) string {
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 }
 
 func ms(v float64) string {

@@ -117,9 +117,35 @@ func (l *quietLogger) wrap(err error) error {
 	return err
 }
 
-// dial connects a go-stomp client. It dials the TCP connection itself so
-// Close can always end it, even when the broker stops answering.
-func (s *STOMP) dial(ctx context.Context) (*stomp.Conn, net.Conn, *quietLogger, error) {
+// defaultChannelCapacity is go-stomp's read and write channel capacity
+// for producers and for consumers that do not acknowledge.
+const defaultChannelCapacity = 256
+
+// brokerDefaultPrefetch is the prefetch assumed when Options.Prefetch
+// leaves it to the broker: Sluice's and ActiveMQ's default.
+const brokerDefaultPrefetch = 1000
+
+// channelCapacity is the go-stomp channel capacity for a consumer of o.
+// go-stomp's one processing goroutine both hands MESSAGE frames to the
+// subscription and takes the subscriber's ACKs off the write channel; if
+// the write channel fills while that goroutine waits on the subscription,
+// neither moves. With room for an ACK of every message the broker may have
+// outstanding (the prefetch) the subscriber never blocks queueing one.
+func channelCapacity(o *Options) int {
+	if o.AckMode == AckAuto {
+		return defaultChannelCapacity
+	}
+	prefetch := o.Prefetch
+	if prefetch <= 0 {
+		prefetch = brokerDefaultPrefetch
+	}
+	return max(defaultChannelCapacity, prefetch+64)
+}
+
+// dial connects a go-stomp client with read and write channels of the
+// given capacity. It dials the TCP connection itself so Close can always
+// end it, even when the broker stops answering.
+func (s *STOMP) dial(ctx context.Context, capacity int) (*stomp.Conn, net.Conn, *quietLogger, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
@@ -140,8 +166,8 @@ func (s *STOMP) dial(ctx context.Context) (*stomp.Conn, net.Conn, *quietLogger, 
 		stomp.ConnOpt.MsgSendTimeout(2 * time.Minute),
 		stomp.ConnOpt.RcvReceiptTimeout(2 * time.Minute),
 		stomp.ConnOpt.DisconnectReceiptTimeout(5 * time.Second),
-		stomp.ConnOpt.ReadChannelCapacity(256),
-		stomp.ConnOpt.WriteChannelCapacity(256),
+		stomp.ConnOpt.ReadChannelCapacity(capacity),
+		stomp.ConnOpt.WriteChannelCapacity(capacity),
 	}
 	if s.cfg.Login != "" || s.cfg.Passcode != "" {
 		opts = append(opts, stomp.ConnOpt.Login(s.cfg.Login, s.cfg.Passcode))
@@ -224,7 +250,7 @@ func (s *STOMP) NewProducer(ctx context.Context, o *Options, idx int) (Producer,
 	if o.Receipts && o.ReceiptWindow > 1 {
 		return s.newWindowProducer(ctx, o)
 	}
-	c, nc, log, err := s.dial(ctx)
+	c, nc, log, err := s.dial(ctx, defaultChannelCapacity)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +285,7 @@ func (s *STOMP) NewConsumer(ctx context.Context, o *Options, idx int, h Handler)
 	if s.cfg.Client == ClientLean {
 		return s.newLeanConsumer(ctx, o, h)
 	}
-	c, nc, log, err := s.dial(ctx)
+	c, nc, log, err := s.dial(ctx, channelCapacity(o))
 	if err != nil {
 		return nil, err
 	}
