@@ -12,36 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-// ParseDestination parses a destination name in any form clients use:
-// STOMP's "/queue/NAME", "/topic/NAME", "/temp-queue/NAME" and
-// "/temp-topic/NAME", and the AMQP JMS prefixes "queue://NAME",
-// "topic://NAME", "temp-queue://NAME" and "temp-topic://NAME". The name is
-// everything after the prefix and may contain '/'; it must not be empty.
-// Prefixes are case-sensitive. Destination.String gives the STOMP form back.
-func ParseDestination(s string) (Destination, error) {
-	for k := Queue; k <= TempTopic; k++ {
-		p := k.String()
-		var name string
-		var ok bool
-		if strings.HasPrefix(s, "/") {
-			name, ok = strings.CutPrefix(s[1:], p+"/")
-		} else {
-			name, ok = strings.CutPrefix(s, p+"://")
-		}
-		if !ok {
-			continue
-		}
-		if name == "" {
-			return Destination{}, fmt.Errorf("message: destination %q has an empty name", s)
-		}
-		return Destination{Kind: k, Name: name}, nil
-	}
-	if s == "" {
-		return Destination{}, fmt.Errorf("message: empty destination")
-	}
-	return Destination{}, fmt.Errorf("message: destination %q has no known prefix (want /queue/, /topic/, /temp-queue/, /temp-topic/, queue://, topic://, temp-queue:// or temp-topic://)", s)
-}
-
 // The JSON form of a message, for admin export and import and command-line
 // tools:
 //

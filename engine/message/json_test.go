@@ -226,47 +226,6 @@ func TestValueJSON(t *testing.T) {
 	}
 }
 
-func TestParseDestination(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Destination
-		err  string
-	}{
-		{"/queue/a", Destination{Queue, "a"}, ""},
-		{"/topic/a.b", Destination{Topic, "a.b"}, ""},
-		{"/temp-queue/x", Destination{TempQueue, "x"}, ""},
-		{"/temp-topic/x", Destination{TempTopic, "x"}, ""},
-		{"/queue/a/b", Destination{Queue, "a/b"}, ""},
-		{"queue://a", Destination{Queue, "a"}, ""},
-		{"topic://a", Destination{Topic, "a"}, ""},
-		{"temp-queue://a", Destination{TempQueue, "a"}, ""},
-		{"temp-topic://a", Destination{TempTopic, "a"}, ""},
-		{"", Destination{}, "empty destination"},
-		{"/queue/", Destination{}, "empty name"},
-		{"queue://", Destination{}, "empty name"},
-		{"/queue", Destination{}, "no known prefix"},
-		{"/Queue/a", Destination{}, "no known prefix"},
-		{"/exchange/a", Destination{}, "no known prefix"},
-		{"a", Destination{}, "no known prefix"},
-		{"queue:/a", Destination{}, "no known prefix"},
-	}
-	for _, tt := range tests {
-		got, err := ParseDestination(tt.in)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("ParseDestination(%q) = %v, %v; want error %q", tt.in, got, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("ParseDestination(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-		if back, err := ParseDestination(got.String()); err != nil || back != got {
-			t.Errorf("String form %q does not parse back", got.String())
-		}
-	}
-}
-
 func TestJSONErrorTypes(t *testing.T) {
 	var m Message
 	err := json.Unmarshal([]byte(`{"properties":[{"name":"a","type":"int","value":"x"}]}`), &m)

@@ -70,12 +70,10 @@ const (
 	destTypeTempTopic int8 = 3
 )
 
-// Address prefixes. queue:// and topic:// are the ActiveMQ forms; the
-// temporary ones are Sluice's, so that an address of a temporary
-// destination says what it is without capabilities.
+// The prefixes of temporary destinations' addresses, so that an address
+// says what it is without capabilities (message.DestinationSyntax reads
+// them back, with the other forms).
 const (
-	prefixQueue     = "queue://"
-	prefixTopic     = "topic://"
 	prefixTempQueue = "temp-queue://"
 	prefixTempTopic = "temp-topic://"
 )
@@ -135,36 +133,14 @@ func destType(k message.DestKind) int8 {
 	return destTypeQueue
 }
 
-// parseAddress maps an address onto a destination: a prefix wins, then
-// the kind hint (capabilities or x-opt-jms-dest), then queue.
+// parseAddress maps an address onto a destination with the shared parser:
+// a prefix wins, then the kind hint (capabilities or x-opt-jms-dest), then
+// queue.
 func parseAddress(addr string, hint message.DestKind) (message.Destination, error) {
-	kind := hint
-	name := addr
-	switch {
-	case strings.HasPrefix(addr, prefixQueue):
-		kind, name = message.Queue, addr[len(prefixQueue):]
-	case strings.HasPrefix(addr, prefixTopic):
-		kind, name = message.Topic, addr[len(prefixTopic):]
-	case strings.HasPrefix(addr, prefixTempQueue):
-		kind, name = message.TempQueue, addr[len(prefixTempQueue):]
-	case strings.HasPrefix(addr, prefixTempTopic):
-		kind, name = message.TempTopic, addr[len(prefixTempTopic):]
-	case strings.HasPrefix(addr, "/queue/"):
-		kind, name = message.Queue, addr[len("/queue/"):]
-	case strings.HasPrefix(addr, "/topic/"):
-		kind, name = message.Topic, addr[len("/topic/"):]
-	case strings.HasPrefix(addr, "/temp-queue/"):
-		kind, name = message.TempQueue, addr[len("/temp-queue/"):]
-	case strings.HasPrefix(addr, "/temp-topic/"):
-		kind, name = message.TempTopic, addr[len("/temp-topic/"):]
+	if hint == message.NoDest {
+		hint = message.Queue
 	}
-	if kind == message.NoDest {
-		kind = message.Queue
-	}
-	if name == "" {
-		return message.Destination{}, fmt.Errorf("address %q has no name", addr)
-	}
-	return message.Destination{Kind: kind, Name: name}, nil
+	return message.DestinationSyntax{Bare: hint}.Parse(addr)
 }
 
 // renderAddress is the address of a destination on the wire: plain names

@@ -401,3 +401,26 @@ func remoteErr(err error) *amqp.Error {
 	}
 	return nil
 }
+
+// TestEveryAddressFormNamesTheSameQueue: the prefixed forms, the STOMP
+// forms and a bare address with the queue capability reach one queue, as
+// they do over STOMP.
+func TestEveryAddressFormNamesTheSameQueue(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	s := session(t, ts.dial(t, nil))
+	r := receiver(t, s, "forms", queueCaps())
+	for _, addr := range []string{"forms", "queue://forms", "/queue/forms"} {
+		send(t, sender(t, s, addr, nil), text(addr))
+		m := recv(t, r)
+		if m.Value != addr {
+			t.Fatalf("sent to %q, received %v", addr, m.Value)
+		}
+		accept(t, r, m)
+	}
+	// A prefix wins over the capabilities.
+	snd := sender(t, s, "queue://forms", &amqp.SenderOptions{TargetCapabilities: []string{"topic"}})
+	send(t, snd, text("prefix"))
+	if m := recv(t, r); m.Value != "prefix" {
+		t.Fatalf("received %v", m.Value)
+	}
+}

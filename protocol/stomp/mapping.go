@@ -81,32 +81,15 @@ func errHeader(name, value, want string) error {
 	return fmt.Errorf("header %s: %q is not %s", name, value, want)
 }
 
-// parseDestination maps a STOMP destination onto the engine's, resolving
-// /temp-queue/NAME and /temp-topic/NAME through the connection's names.
+// parseDestination maps a STOMP destination onto the engine's with the
+// shared parser (STOMP has no bare names), resolving a temporary name
+// through the connection's private names.
 func (c *conn) parseDestination(s string) (message.Destination, error) {
-	var kind message.DestKind
-	var name string
-	switch {
-	case strings.HasPrefix(s, "/queue/"):
-		kind, name = message.Queue, s[len("/queue/"):]
-	case strings.HasPrefix(s, "/topic/"):
-		kind, name = message.Topic, s[len("/topic/"):]
-	case strings.HasPrefix(s, "/temp-queue/"):
-		kind, name = message.TempQueue, s[len("/temp-queue/"):]
-	case strings.HasPrefix(s, "/temp-topic/"):
-		kind, name = message.TempTopic, s[len("/temp-topic/"):]
-	case strings.HasPrefix(s, "queue://"):
-		kind, name = message.Queue, s[len("queue://"):]
-	case strings.HasPrefix(s, "topic://"):
-		kind, name = message.Topic, s[len("topic://"):]
-	default:
-		return message.Destination{}, fmt.Errorf("destination %q: want /queue/NAME, /topic/NAME, /temp-queue/NAME or /temp-topic/NAME", s)
+	d, err := message.ParseDestination(s)
+	if err != nil {
+		return message.Destination{}, err
 	}
-	if name == "" {
-		return message.Destination{}, fmt.Errorf("destination %q has no name", s)
-	}
-	d := message.Destination{Kind: kind, Name: name}
-	if kind.IsTemporary() {
+	if d.Kind.IsTemporary() {
 		return c.temporary(d)
 	}
 	return d, nil

@@ -345,6 +345,8 @@ func TestMalformedFramesGetErrorAndOthersCarryOn(t *testing.T) {
 		{"overlong header", "CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:/queue/" + strings.Repeat("a", 2000) + "\n\n\x00", "too long"},
 		{"bad content-length", "CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:/queue/x\ncontent-length:abc\n\n\x00", "content-length"},
 		{"bad destination", "CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:/nowhere/x\nreceipt:r1\n\n\x00", "destination"},
+		{"bare destination", "CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:orders\n\n\x00", `destination "orders" has no known prefix`},
+		{"empty destination name", "CONNECT\naccept-version:1.2\n\n\x00SUBSCRIBE\nid:1\ndestination:temp-queue://\n\n\x00", `"temp-queue://" has an empty name`},
 		{"bad priority", "CONNECT\naccept-version:1.2\n\n\x00SEND\ndestination:/queue/x\npriority:12\n\n\x00", "priority"},
 		{"bad selector", "CONNECT\naccept-version:1.2\n\n\x00SUBSCRIBE\nid:1\ndestination:/queue/x\nselector:a = \n\n\x00", "selector"},
 		{"ack of unknown", "CONNECT\naccept-version:1.2\n\n\x00ACK\nid:9.9\n\n\x00", "no open subscription"},
@@ -640,6 +642,33 @@ func TestSharableNonDurableTopicSubscribers(t *testing.T) {
 		case m := <-sub.C:
 			t.Fatalf("subscriber %d got an extra message %q", i, m.Body)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestEveryDestinationFormNamesTheSameDestination: the AMQP-style forms
+// name what the STOMP forms name, temporary ones included (the same
+// private name of the connection).
+func TestEveryDestinationFormNamesTheSameDestination(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, stomp.Options{})
+	c := dial(t, addr)
+	tests := []struct{ sub, send string }{
+		{"/queue/forms", "queue://forms"},
+		{"/topic/forms", "topic://forms"},
+		{"/temp-queue/r", "temp-queue://r"},
+		{"/temp-topic/r", "temp-topic://r"},
+	}
+	for _, tt := range tests {
+		sub, err := c.Subscribe(tt.sub, gostomp.AckAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Send(tt.send, "text/plain", []byte(tt.send), gostomp.SendOpt.Receipt); err != nil {
+			t.Fatalf("SEND to %s: %v", tt.send, err)
+		}
+		m := next(t, sub)
+		if string(m.Body) != tt.send || m.Header.Get("destination") != tt.sub {
+			t.Errorf("subscribed to %s, sent to %s: got %q with destination %q", tt.sub, tt.send, m.Body, m.Header.Get("destination"))
 		}
 	}
 }
