@@ -70,6 +70,10 @@ type ConnectionOptions struct {
 	// Permissions decide what the connection may do (see Action); nil
 	// allows everything.
 	Permissions Permissions
+	// MaxTransactions bounds the explicit transactions open at once on
+	// the connection (STOMP BEGIN, AMQP declare): BeginTxn refuses one
+	// more with CodeResourceAllocation. 0 is no limit.
+	MaxTransactions int
 }
 
 // MetaData is the connection metadata of JMS (Table 6-2 of WebLogic JMS
@@ -351,7 +355,8 @@ func (c *Connection) removeSession(s *Session) {
 func (c *Connection) producerDefaults() ProducerDefaults { return c.opts.Producer }
 
 // BeginTxn starts an explicit transaction spanning this connection's
-// sessions (STOMP BEGIN, AMQP declare).
+// sessions (STOMP BEGIN, AMQP declare). It fails with
+// CodeResourceAllocation when ConnectionOptions.MaxTransactions are open.
 func (c *Connection) BeginTxn() (*Txn, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -360,6 +365,9 @@ func (c *Connection) BeginTxn() (*Txn, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errorf(CodeIllegalState, "connection is closed")
+	}
+	if n := c.opts.MaxTransactions; n > 0 && len(c.txns) >= n {
+		return nil, errorf(CodeResourceAllocation, "too many open transactions (limit %d); commit or roll back one first", n)
 	}
 	t := c.newTxn()
 	c.txns[t] = struct{}{}

@@ -484,6 +484,7 @@ func (c *conn) engineOptions() engine.ConnectionOptions {
 	eopts.Protocol = "amqp/1.0"
 	eopts.User = c.identity.User
 	eopts.Permissions = c.identity.Permissions
+	eopts.MaxTransactions = c.srv.opts.MaxTransactions
 	return eopts
 }
 

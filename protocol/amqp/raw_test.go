@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -475,5 +476,50 @@ func TestShutdownBeforeOpenSendsNoFrame(t *testing.T) {
 	if err == nil {
 		name, _ := f.Body.Descriptor()
 		t.Fatalf("got %s before any open; want the connection closed", name)
+	}
+}
+
+// TestTransactionLimit: with the default limit of 100, the 101st declare
+// on a connection is rejected with amqp:resource-limit-exceeded naming the
+// limit; the connection stays usable, and a discharge makes room again.
+func TestTransactionLimit(t *testing.T) {
+	ts := startServer(t, sluiceamqp.Options{}, engine.Config{})
+	rc := rawDial(t, ts.addr)
+	rc.open(t, 0)
+	b := types.NewBegin()
+	b.IncomingWindow, b.OutgoingWindow = 1000, 1000
+	rc.write(t, 0, b, nil)
+	rc.expect(t, "amqp:begin:list", 5*time.Second)
+	rc.write(t, 0, &types.Attach{Name: "txn", Handle: 0, Role: types.RoleSender, Source: types.NewSource(),
+		Target:               &types.Coordinator{Capabilities: []types.TxnCapability{types.TxnCapabilityLocalTransactions}},
+		InitialDeliveryCount: types.Some(types.SequenceNo(0))}, nil)
+	rc.expect(t, "amqp:attach:list", 5*time.Second)
+	rc.expect(t, "amqp:flow:list", 5*time.Second)
+	nextID := uint32(0)
+	coordinate := func(v any) types.DeliveryState {
+		rc.write(t, 0, transfer(0, nextID, nil), valueMessage(t, v))
+		nextID++
+		return dispositionState(t, rc.expect(t, "amqp:disposition:list", 5*time.Second))
+	}
+	var first []byte
+	for i := range 100 {
+		d, ok := coordinate(&types.Declare{}).(*types.Declared)
+		if !ok {
+			t.Fatalf("declare %d refused", i+1)
+		}
+		if i == 0 {
+			first = d.TxnID.([]byte)
+		}
+	}
+	st := coordinate(&types.Declare{})
+	if r, ok := st.(*types.Rejected); !ok || r.Error == nil || r.Error.Condition != types.AMQPErrorResourceLimitExceeded ||
+		!strings.Contains(r.Error.Description, "limit 100") {
+		t.Fatalf("declare 101 answered with %#v, want rejected with resource-limit-exceeded naming the limit", st)
+	}
+	if _, ok := coordinate(&types.Discharge{TxnID: first, Fail: types.Some(true)}).(*types.Accepted); !ok {
+		t.Fatal("discharge refused after the limit was hit")
+	}
+	if _, ok := coordinate(&types.Declare{}).(*types.Declared); !ok {
+		t.Fatal("no room for a declare after a discharge")
 	}
 }

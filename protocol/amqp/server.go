@@ -38,7 +38,8 @@ type Options struct {
 	// together (default 64 MiB).
 	MaxMessageSize uint64
 	// MaxTransactions bounds the open transactions per connection
-	// (default 100).
+	// (default 100); the engine enforces it (engine.ConnectionOptions),
+	// and a declare past it is rejected with amqp:resource-limit-exceeded.
 	MaxTransactions int
 	// RequireSASL refuses clients that skip the SASL layer: their AMQP
 	// protocol header is answered with the SASL one and the socket closes.

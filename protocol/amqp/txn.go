@@ -35,12 +35,8 @@ func (l *link) coordinate(id uint32, am *types.Message, settled bool) {
 			reject(errf(types.AMQPErrorNotImplemented, "distributed transactions are not supported"))
 			return
 		}
-		if len(c.txns) >= c.srv.opts.MaxTransactions {
-			reject(errf(types.AMQPErrorResourceLimitExceeded, "too many open transactions (limit %d)", c.srv.opts.MaxTransactions))
-			return
-		}
 		tx, err := c.eng.BeginTxn()
-		if err != nil {
+		if err != nil { // past MaxTransactions: amqp:resource-limit-exceeded
 			reject(condOf(err))
 			return
 		}

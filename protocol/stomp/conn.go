@@ -413,6 +413,7 @@ func (c *conn) connect(f *frame.Frame) error {
 	opts.RemoteAddr = c.nc.RemoteAddr().String()
 	opts.Protocol = "stomp/" + v.String()
 	opts.User, opts.Permissions = who.User, who.Permissions
+	opts.MaxTransactions = c.srv.opts.MaxTransactions
 	if id, ok := f.Get(hClientID); ok && id != "" {
 		opts.ClientID = id
 	}
@@ -619,10 +620,7 @@ func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {
 		if c.txns[id] != nil {
 			return refuse("transaction %q is already open", id)
 		}
-		if len(c.txns) >= c.srv.opts.MaxTransactions {
-			return refuse("too many open transactions (limit %d)", c.srv.opts.MaxTransactions)
-		}
-		tx, err := c.eng.BeginTxn()
+		tx, err := c.eng.BeginTxn() // refused past MaxTransactions
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,9 @@ type Options struct {
 	// client asks for none (default 1000).
 	MaxPrefetch     int
 	DefaultPrefetch int
-	// MaxTransactions bounds open transactions per connection (default 100).
+	// MaxTransactions bounds open transactions per connection (default
+	// 100); the engine enforces it (engine.ConnectionOptions), and BEGIN
+	// past it is answered with an ERROR.
 	MaxTransactions int
 	// Connection holds the connection-factory defaults of every client.
 	Connection engine.ConnectionOptions

@@ -672,3 +672,38 @@ func TestEveryDestinationFormNamesTheSameDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionLimit: with the default limit of 100, the 101st BEGIN on
+// a connection is answered with an ERROR naming the limit (with the
+// receipt it asked for), and that connection closes, as any refused frame
+// does; other connections carry on.
+func TestTransactionLimit(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, stomp.Options{})
+	good := dial(t, addr)
+	_ = good.Begin() // counted on its own connection only
+	r := dialRaw(t, addr)
+	var in strings.Builder
+	in.WriteString("CONNECT\naccept-version:1.2\n\n\x00")
+	for i := range 100 {
+		fmt.Fprintf(&in, "BEGIN\ntransaction:t%d\n\n\x00", i)
+	}
+	in.WriteString("BEGIN\ntransaction:t100\nreceipt:r1\n\n\x00")
+	r.write(in.String())
+	if f := r.read(); f.Command != frame.CmdConnected {
+		t.Fatalf("got %s, want CONNECTED", f.Command)
+	}
+	f := r.read()
+	msg, _ := f.Get("message")
+	id, _ := f.Get("receipt-id")
+	if f.Command != frame.CmdError || !strings.Contains(msg, "too many open transactions (limit 100)") || id != "r1" {
+		t.Fatalf("BEGIN 101 answered with %s message %q receipt-id %q", f.Command, msg, id)
+	}
+	r.closed()
+	sub, _ := good.Subscribe("/queue/after", gostomp.AckAuto)
+	if err := good.Send("/queue/after", "text/plain", []byte("ok"), gostomp.SendOpt.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	if string(next(t, sub).Body) != "ok" {
+		t.Fatal("another connection stopped working")
+	}
+}
