@@ -207,77 +207,43 @@ func (c *conn) fail(err error) {
 	c.send(outItem{fr: frames.Frame{Type: frames.TypeAMQP, Body: &types.Close{Error: ae.wire()}}, close: true})
 }
 
-// writeLoop writes queued frames, many per system call, and empty frames
-// when the connection has been quiet for half the peer's idle time-out.
+// writeLoop writes queued frames through the shared coalescing writer,
+// with empty frames when the connection has been quiet for half the
+// peer's idle time-out. An item's after runs once its batch reached the
+// socket.
 func (c *conn) writeLoop() {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	w := frames.NewWriter(bw, types.SpecMinMaxFrameSize)
-	var hb <-chan time.Time
-	var ticker *time.Ticker
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
-	wrote := false
 	var afters []func()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-hb:
-			if !wrote {
-				_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-				err := w.WriteEmptyFrame()
-				if err == nil {
-					err = bw.Flush()
-				}
-				if err != nil {
-					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
-					c.abort()
-					return
-				}
+	sw := netserve.Writer[outItem]{
+		Conn: c.nc,
+		Out:  c.out,
+		Done: c.done,
+		Put: func(it outItem) netserve.Put {
+			var p netserve.Put
+			if it.setup != nil {
+				w.SetMaxFrameSize(it.setup.maxFrame)
+				p.KeepAlive = it.setup.heartbeat
 			}
-			wrote = false
-			continue
-		case it := <-c.out:
-			closeAfter := false
-			for n := 0; ; n++ {
-				if it.setup != nil {
-					w.SetMaxFrameSize(it.setup.maxFrame)
-					if it.setup.heartbeat > 0 && ticker == nil {
-						ticker = time.NewTicker(it.setup.heartbeat)
-						hb = ticker.C
-					}
-				}
-				if it.marker {
-					// nothing to write
-				} else if it.header != nil {
-					b := it.header.Bytes()
-					_, _ = bw.Write(b[:])
-				} else if err := w.WriteFrame(it.fr); err != nil {
+			switch {
+			case it.marker: // nothing to write
+			case it.header != nil:
+				b := it.header.Bytes()
+				_, _ = bw.Write(b[:])
+			default:
+				if err := w.WriteFrame(it.fr); err != nil {
 					c.log.Warn("amqp frame not written", slog.Any("err", err))
 				}
-				if it.after != nil {
-					afters = append(afters, it.after)
-				}
-				closeAfter = closeAfter || it.close
-				if closeAfter || n >= 128 {
-					break
-				}
-				more := false
-				select {
-				case it = <-c.out:
-					more = true
-				default:
-				}
-				if !more {
-					break
-				}
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			err := bw.Flush()
-			wrote = true
+			if it.after != nil {
+				afters = append(afters, it.after)
+			}
+			p.Close = it.close
+			return p
+		},
+		Flush:     bw.Flush,
+		KeepAlive: w.WriteEmptyFrame,
+		Flushed: func(err error) {
 			if err == nil {
 				for _, fn := range afters {
 					fn()
@@ -285,23 +251,14 @@ func (c *conn) writeLoop() {
 			}
 			clear(afters)
 			afters = afters[:0]
-			if err != nil || closeAfter {
-				if closeAfter {
-					// TCP: a FIN; TLS: a close_notify.
-					if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
-						_ = cw.CloseWrite()
-					}
-					// Give the peer a moment to read the close.
-					time.Sleep(50 * time.Millisecond)
-				}
-				if err != nil {
-					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
-				}
-				c.abort()
-				return
-			}
-		}
+		},
+		Failed: func(err error) {
+			c.end.Set(engine.ClosedNetworkError, err)
+			c.abort()
+		},
+		Closing: c.abort,
 	}
+	sw.Run()
 }
 
 // serve runs the protocol: headers, SASL, open, then frames until close.

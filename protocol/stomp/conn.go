@@ -289,78 +289,42 @@ func (c *conn) send(it outItem) bool {
 	}
 }
 
-// writeLoop writes queued frames, many per system call, and heart-beats
-// when the connection has been quiet for the negotiated interval: the
-// heart-beat ticker restarts after every write, so no more than one interval
-// passes without the client hearing from the server.
+// writeLoop writes queued frames through the shared coalescing writer,
+// with heart-beats at the interval CONNECT negotiated. The MESSAGE frames
+// of ack:auto subscriptions are acknowledged once they reached the socket;
+// a DISCONNECT receipt's waiter is released after its batch either way.
 func (c *conn) writeLoop() {
 	w := frame.NewWriter(c.nc, frame.EncodeOptions{})
 	w.SetVersion(frame.V10)
-	var hb <-chan time.Time
-	var ticker *time.Ticker
-	var sendHB time.Duration
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
 	var acks []outItem
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-hb:
-			_ = c.nc.SetWriteDeadline(time.Now().Add(sendHB + 10*time.Second))
-			err := w.WriteHeartBeat()
-			if err == nil {
-				err = w.Flush()
+	var dones []chan struct{}
+	sw := netserve.Writer[outItem]{
+		Conn: c.nc,
+		Out:  c.out,
+		Done: c.done,
+		Put: func(it outItem) netserve.Put {
+			var p netserve.Put
+			if it.setup != nil {
+				w.SetVersion(it.setup.version)
+				p.KeepAlive = it.setup.sendHB
 			}
-			if err != nil {
-				c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write heart-beat: %w", err))
-				c.abort()
-			}
-			continue
-		case it := <-c.out:
-			closeAfter := false
-			var dones []chan struct{}
-			for n := 0; ; n++ {
-				if it.setup != nil {
-					w.SetVersion(it.setup.version)
-					if sendHB = it.setup.sendHB; sendHB > 0 && ticker == nil {
-						ticker = time.NewTicker(sendHB)
-						hb = ticker.C
-					}
-				}
-				if it.f != nil {
-					if err := w.WriteFrame(it.f); err != nil {
-						c.log.Warn("stomp frame not encodable", slog.Any("err", err))
-					}
-				}
-				if it.sub != nil {
-					acks = append(acks, it)
-				}
-				if it.done != nil {
-					dones = append(dones, it.done)
-				}
-				closeAfter = closeAfter || it.close
-				if closeAfter || n >= 64 {
-					break
-				}
-				more := false
-				select {
-				case it = <-c.out:
-					more = true
-				default:
-				}
-				if !more {
-					break
+			if it.f != nil {
+				if err := w.WriteFrame(it.f); err != nil {
+					c.log.Warn("stomp frame not encodable", slog.Any("err", err))
 				}
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			err := w.Flush()
-			if ticker != nil {
-				ticker.Reset(sendHB)
+			if it.sub != nil {
+				acks = append(acks, it)
 			}
+			if it.done != nil {
+				dones = append(dones, it.done)
+			}
+			p.Close = it.close
+			return p
+		},
+		Flush:     w.Flush,
+		KeepAlive: w.WriteHeartBeat,
+		Flushed: func(err error) {
 			if err == nil {
 				for _, a := range acks {
 					_ = a.sub.sess.AcknowledgeAsync(a.tag)
@@ -371,19 +335,16 @@ func (c *conn) writeLoop() {
 			for _, d := range dones {
 				close(d)
 			}
-			if err != nil || closeAfter {
-				if closeAfter {
-					// Let the client read the ERROR before the close.
-					netserve.CloseWrite(c.nc)
-				}
-				if err != nil {
-					c.end.Set(engine.ClosedNetworkError, fmt.Errorf("write: %w", err))
-				}
-				c.abort()
-				return
-			}
-		}
+			clear(dones)
+			dones = dones[:0]
+		},
+		Failed: func(err error) {
+			c.end.Set(engine.ClosedNetworkError, err)
+			c.abort()
+		},
+		Closing: c.abort,
 	}
+	sw.Run()
 }
 
 // connect handles CONNECT/STOMP: version, heart-beats, client ID.

@@ -1,6 +1,7 @@
 // Package netserve is the part of a protocol server that is not protocol:
-// the accept loop, the set of open connections, and an orderly shutdown.
-// protocol/stomp and protocol/amqp each embed one Group.
+// the accept loop, the set of open connections, an orderly shutdown, the
+// reader and writer loops of a connection (RunLoops) and its coalescing
+// writer (Writer). protocol/stomp and protocol/amqp each embed one Group.
 package netserve
 
 import (
