@@ -938,17 +938,12 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 		return 0, errorf(CodeInvalidDestination, "queue %s does not exist", dest)
 	}
 	q := d.q
-	refs, paged, n := q.purge()
-	recs := recsOf(refs)
+	t := q.take(nil)
 	// Undoable: a refused update puts everything back, so no message's
 	// pending first write may be taken back before the purge is durable.
-	ops := b.storeOpsForUndoableRemove(refs, nil)
-	ops = q.pagedRemoveOps(paged, ops)
-	if len(ops) > 0 && b.store != nil {
-		if err := b.store.Update(ctx, ops); err != nil {
-			q.unpurge(refs, recs, paged)
-			return 0, fmt.Errorf("purge %s: %w", dest, err)
-		}
+	if err := b.update(ctx, t.removeOps(q, nil)); err != nil {
+		q.restore(t)
+		return 0, fmt.Errorf("purge %s: %w", dest, err)
 	}
-	return n, nil
+	return t.len(), nil
 }

@@ -646,6 +646,29 @@ func (q *queue) reserve(m *message.Message, pol Policy) error {
 	return nil
 }
 
+// reserveAll reserves room for msgs under pol's quota in one step, or
+// fails with a resource-allocation error when the queue, with the room
+// that sends in progress have reserved, has not enough for all of them.
+func (q *queue) reserveAll(msgs []*message.Message, pol Policy) error {
+	sizes := make([]int64, len(msgs))
+	var size int64
+	for i, m := range msgs {
+		sizes[i] = int64(m.Size())
+		size += sizes[i]
+	}
+	n := int64(len(msgs))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if (pol.MaxMessages > 0 && q.count+q.resN+n > pol.MaxMessages) || (pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
+		return errorf(CodeResourceAllocation, "destination %s has no room for %d more messages (quota %d messages, %d bytes; it holds %d, %d bytes, and sends in progress reserved %d, %d bytes)",
+			q.dest, n, pol.MaxMessages, pol.MaxBytes, q.count, q.bytes, q.resN, q.resBytes)
+	}
+	for i, m := range msgs {
+		q.reserveLocked(m, sizes[i])
+	}
+	return nil
+}
+
 // reserveLocked reserves room for m, of size bytes, once.
 func (q *queue) reserveLocked(m *message.Message, size int64) {
 	if q.reserved == nil {
@@ -685,87 +708,257 @@ func (q *queue) unreserveLocked(m *message.Message) bool {
 	return true
 }
 
-// purge removes every message waiting on q: ready, scheduled in memory and
-// paged out to the store (messages in flight, or held while their
-// redelivery is recorded, stay), taking them out of q's accounting and out
-// of the scheduler and the pager. It returns them for the caller to delete
-// from the store, or to give back with unpurge when that fails, and n, how
-// many of them q held (a scheduled ref of an older generation, left over
-// from a deletion, is returned without counting).
-func (q *queue) purge() (refs []*ref, paged []pagedRef, n int) {
-	b := q.b
-	var cands []*ref
-	b.sched.mu.Lock()
-	b.sched.heap.filter(func(e schedEntry) bool {
-		if e.r.q != q {
-			return true
+// info adds what q holds and counts to into: the part of a
+// DestinationInfo one queue contributes.
+func (q *queue) info(into *DestinationInfo) {
+	q.mu.Lock()
+	into.Messages += q.count
+	into.Ready += q.nready
+	into.InFlight += q.inflight
+	into.Scheduled += q.scheduled
+	into.Bytes += q.bytes
+	into.Consumers += len(q.consumers)
+	into.Enqueued += q.stats.Enqueued
+	into.Dequeued += q.stats.Dequeued
+	into.Expired += q.stats.Expired
+	into.Redelivered += q.stats.Redelivered
+	into.Delivered += q.delivered.Load()
+	into.Undelivered += q.stats.Undelivered
+	for p := range q.ready {
+		if l := &q.ready[p]; l.len() > 0 {
+			if ts := l.at(0).msg.Timestamp; ts > 0 && (into.OldestTimestamp == 0 || ts < into.OldestTimestamp) {
+				into.OldestTimestamp = ts
+			}
 		}
-		cands = append(cands, e.r)
-		return false
-	})
-	b.sched.mu.Unlock()
-	b.pager.mu.Lock()
-	b.pager.heap.filter(func(e pagedRef) bool {
-		if e.q != q {
-			return true
-		}
-		paged = append(paged, e)
-		return false
-	})
-	b.pager.mu.Unlock()
+	}
+	q.mu.Unlock()
+}
 
+// inFlight returns how many of q's messages are in flight.
+func (q *queue) inFlight() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for p := range q.ready {
+	return q.inflight
+}
+
+// consumerList returns q's consumers.
+func (q *queue) consumerList() []*Consumer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.consumers)
+}
+
+// consumerCount returns how many consumers q has.
+func (q *queue) consumerCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.consumers)
+}
+
+// waiting is a ref seen waiting, with what browsing reports of it.
+type waiting struct {
+	r         *ref
+	scheduled bool
+	deliverAt int64
+	count     int32
+}
+
+// scheduledRefs returns the refs of q waiting in the scheduler, loading
+// its paged-out ones first (candidates: their state is checked under
+// q.mu). Call without q.mu.
+func (q *queue) scheduledRefs() []*ref {
+	q.mu.Lock()
+	n := q.scheduled
+	q.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if q.b.pager.after > 0 {
+		q.b.pager.materialize(q)
+	}
+	return q.b.sched.refsOf(q)
+}
+
+// waiting returns q's waiting refs that match, in delivery order: the
+// ready ones by priority then arrival, then the scheduled ones by time then
+// arrival. Expired ready refs are left out. It changes nothing.
+func (q *queue) waiting(match func(*ref) bool) []waiting {
+	cands := q.scheduledRefs()
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waitingLocked(now, cands, match)
+}
+
+// waitingLocked is waiting once the scheduled candidates are gathered.
+// With a nil match it returns every waiting ref, expired ready ones too.
+func (q *queue) waitingLocked(now int64, cands []*ref, match func(*ref) bool) []waiting {
+	var out []waiting
+	for p := 9; p >= 0; p-- {
 		l := &q.ready[p]
 		for i := 0; i < l.len(); i++ {
 			r := l.at(i)
-			r.state = refGone
-			q.count--
-			q.bytes -= int64(r.size)
-			refs = append(refs, r)
+			if match == nil {
+				out = append(out, waiting{r: r, count: r.count})
+				continue
+			}
+			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+				continue
+			}
+			if match(r) {
+				out = append(out, waiting{r: r, count: r.count})
+			}
 		}
-		clear(l.items)
-		l.items, l.head = l.items[:0], 0
 	}
-	n = len(refs)
-	q.nready = 0
-	// A ref the scheduler held may have left already (an administrator
-	// moved or deleted it) or be there twice (given back after a failed
-	// move); only those still scheduled go.
+	first := len(out)
 	seen := make(map[*ref]struct{}, len(cands))
 	for _, r := range cands {
-		if r.state != refScheduled {
+		if r.state != refScheduled || r.gen != q.gen {
 			continue
 		}
 		if _, dup := seen[r]; dup {
 			continue
 		}
 		seen[r] = struct{}{}
-		r.state = refGone
-		refs = append(refs, r)
-		if len(q.undeliverable) > 0 {
-			delete(q.undeliverable, r)
+		if match == nil || match(r) {
+			out = append(out, waiting{r: r, scheduled: true, deliverAt: r.deliverAt, count: r.count})
 		}
-		if r.gen != q.gen {
-			continue
-		}
-		n++
-		q.scheduled--
-		q.count--
-		q.bytes -= int64(r.size)
 	}
-	for _, e := range paged {
-		if e.gen != q.gen {
-			continue
+	slices.SortFunc(out[first:], func(a, b waiting) int {
+		return cmp.Or(cmp.Compare(a.deliverAt, b.deliverAt), cmp.Compare(a.r.seq, b.r.seq))
+	})
+	return out
+}
+
+// taken is what queue.take removed from a queue: its caller owns it, and
+// either removes it from the store or gives it back with queue.restore.
+type taken struct {
+	// refs are the refs taken, in delivery order, marked gone; recs their
+	// store identities when taken (storeOpsForUndoableRemove drops them).
+	refs []*ref
+	recs []*stored
+	// paged are the paged-out entries taken as they are, without loading
+	// them (only when everything was taken).
+	paged []pagedRef
+	// undeliverable is why those of refs that waited for a move to the
+	// error destination waited (only when everything was taken: their
+	// scheduler entries went with them).
+	undeliverable map[*ref]undeliverable
+}
+
+// len returns how many messages t holds.
+func (t taken) len() int { return len(t.refs) + len(t.paged) }
+
+// split cuts t after its first n refs; the first part keeps the paged
+// entries (and both the reasons of waiting refs, which restore looks up).
+func (t taken) split(n int) (first, rest taken) {
+	first, rest = t, t
+	first.refs, first.recs = t.refs[:n], t.recs[:n]
+	rest.refs, rest.recs, rest.paged = t.refs[n:], t.recs[n:], nil
+	return first, rest
+}
+
+// removeOps appends the store writes that delete what t holds: undoable
+// (see storeOpsForUndoableRemove), so that restore can give it back when
+// they fail.
+func (t taken) removeOps(q *queue, ops []store.Op) []store.Op {
+	ops = q.b.storeOpsForUndoableRemove(t.refs, ops)
+	return q.pagedRemoveOps(t.paged, ops)
+}
+
+// take removes q's waiting messages (ready, or scheduled in memory or
+// paged out to the store) that match from its lists and accounting, in
+// delivery order, marking them gone; messages in flight, or held while
+// their redelivery is recorded, stay. With a nil match it takes every
+// waiting message, expired ones included, and takes paged-out ones without
+// loading them and scheduled ones out of the scheduler; with a match it
+// loads the paged-out ones to match them, and the scheduler skips the refs
+// taken when their time comes. The room they took under the quota is free
+// at once. This is the one remove-with-undo path of a queue: the caller
+// removes what it took from the store, or gives it back with restore.
+func (q *queue) take(match func(*ref) bool) taken {
+	var t taken
+	var cands []*ref
+	if match == nil {
+		cands = q.b.sched.removeOf(q)
+		t.paged = q.b.pager.removeOf(q)
+	} else {
+		cands = q.scheduledRefs()
+	}
+	now := q.b.nowMillis()
+	var stale []*ref
+	q.mu.Lock()
+	ws := q.waitingLocked(now, cands, match)
+	taken := make(map[*ref]struct{}, len(ws))
+	t.refs = make([]*ref, len(ws))
+	for i, w := range ws {
+		t.refs[i] = w.r
+		taken[w.r] = struct{}{}
+		if w.scheduled {
+			q.scheduled-- // the scheduler skips it when it fires: it is no longer refScheduled
 		}
-		n++
-		q.scheduled--
+	}
+	for p := range q.ready {
+		l := &q.ready[p]
+		kept := l.items[:l.head]
+		for _, r := range l.items[l.head:] {
+			if _, ok := taken[r]; ok {
+				q.nready--
+				continue
+			}
+			kept = append(kept, r)
+		}
+		clear(l.items[len(kept):])
+		l.items = kept
+		if l.head == len(l.items) {
+			l.items, l.head = l.items[:0], 0
+		}
+	}
+	for _, r := range t.refs {
+		r.state = refGone
 		q.count--
-		q.bytes -= int64(e.size)
+		q.bytes -= int64(r.size) // what it added, whatever its message's size now
+	}
+	if match == nil {
+		for _, r := range t.refs {
+			if u, ok := q.undeliverable[r]; ok {
+				if t.undeliverable == nil {
+					t.undeliverable = map[*ref]undeliverable{}
+				}
+				t.undeliverable[r] = u
+				delete(q.undeliverable, r)
+			}
+		}
+		// Scheduled refs left from an older generation lost their
+		// scheduler entries: drop them now rather than when they wake.
+		for _, r := range cands {
+			if r.state == refScheduled && r.gen != q.gen {
+				r.state = refGone
+				stale = append(stale, r)
+			}
+		}
+		kept := t.paged[:0]
+		for _, e := range t.paged {
+			if e.gen != q.gen {
+				continue // its queue was deleted: the deletion removed it from the store
+			}
+			kept = append(kept, e)
+			q.scheduled--
+			q.count--
+			q.bytes -= int64(e.size)
+		}
+		t.paged = kept
 	}
 	q.quotaCond.Broadcast()
-	return refs, paged, n
+	q.mu.Unlock()
+	if len(stale) > 0 {
+		q.b.dropRefs(stale)
+	}
+	if t.len() > 0 {
+		q.roomFreed()
+	}
+	t.recs = recsOf(t.refs)
+	return t
 }
 
 // pagedRemoveOps appends the writes that delete paged entries of q, and
@@ -780,18 +973,44 @@ func (q *queue) pagedRemoveOps(paged []pagedRef, ops []store.Op) []store.Op {
 	return ops
 }
 
-// unpurge gives back what purge took when its store write failed: refs
-// (whose store identities were recs before storeOpsForRemove dropped them)
-// ready or scheduled again, paged entries to the pager.
-func (q *queue) unpurge(refs []*ref, recs []*stored, paged []pagedRef) {
-	q.b.restore(q, refs, recs)
-	for _, e := range paged {
-		if e.rec != nil {
-			e.rec.refs.Add(1)
+// restore gives back to q what take took, once t's removeOps failed (or
+// were never built), in their places: ready refs by arrival, scheduled
+// ones at their time, paged entries to the pager. Paged entries must have
+// had their removeOps built: restore gives back the store references those
+// took.
+func (q *queue) restore(t taken) {
+	for i, r := range t.refs {
+		if rec := t.recs[i]; rec != nil && r.rec == nil {
+			rec.refs.Add(1)
+			r.rec = rec
 		}
 	}
-	if len(paged) > 0 {
-		q.addPaged(paged)
+	if len(t.refs) > 0 {
+		if len(t.undeliverable) > 0 {
+			q.mu.Lock()
+			if !q.deleted {
+				if q.undeliverable == nil {
+					q.undeliverable = map[*ref]undeliverable{}
+				}
+				for r, u := range t.undeliverable {
+					q.undeliverable[r] = u
+				}
+			}
+			q.mu.Unlock()
+		}
+		q.add(t.refs...)
+		q.mu.Lock()
+		q.stats.Enqueued -= uint64(len(t.refs))
+		q.mu.Unlock()
+		q.b.totals.uncountEnqueued(len(t.refs))
+	}
+	if len(t.paged) > 0 {
+		for _, e := range t.paged {
+			if e.rec != nil {
+				e.rec.refs.Add(1)
+			}
+		}
+		q.addPaged(t.paged)
 	}
 }
 
