@@ -61,15 +61,11 @@ type destination struct {
 
 func (d *destination) consumerCount() int {
 	if d.q != nil {
-		d.q.mu.Lock()
-		defer d.q.mu.Unlock()
-		return len(d.q.consumers)
+		return d.q.consumerCount()
 	}
 	n := 0
 	for _, s := range d.t.all() {
-		s.q.mu.Lock()
-		n += len(s.q.consumers)
-		s.q.mu.Unlock()
+		n += s.q.consumerCount()
 	}
 	return n
 }
@@ -678,29 +674,7 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 // or deleted when there is none.
 func (b *Broker) reject(ctx context.Context, refs []*ref, reason string) {
 	byQueue(refs, func(q *queue, rs []*ref) {
-		q.mu.Lock()
-		var taken []*ref
-		for _, r := range rs {
-			if r.state != refInflight {
-				continue
-			}
-			if c := r.owner; c != nil {
-				c.settled(1)
-			}
-			r.owner = nil
-			r.state = refGone
-			q.inflight--
-			q.count--
-			q.bytes -= int64(r.size)
-			q.stats.Undelivered++
-			taken = append(taken, r)
-		}
-		q.quotaCond.Broadcast()
-		expired := q.dispatchLocked()
-		q.mu.Unlock()
-		q.roomFreed()
-		b.expireRefs(q, expired)
-		b.deadLetter(ctx, q, taken, reason)
+		b.deadLetter(ctx, q, q.reject(rs), reason)
 	})
 }
 
@@ -897,10 +871,7 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	for _, q := range qs {
 		refs := q.drainAll(true)
 		ops = b.storeOpsForRemove(refs, ops)
-		q.mu.Lock()
-		cs := append([]*Consumer(nil), q.consumers...)
-		q.mu.Unlock()
-		for _, c := range cs {
+		for _, c := range q.consumerList() {
 			_ = c.close(reason)
 		}
 		if q.bucket != "" {

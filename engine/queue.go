@@ -187,6 +187,16 @@ func (q *queue) add(refs ...*ref) {
 	q.b.expireRefs(q, expired)
 }
 
+// addAgain is add for refs the queue counted as enqueued before: given
+// back after a failed removal, or recovered from the store.
+func (q *queue) addAgain(refs []*ref) {
+	q.add(refs...)
+	q.mu.Lock()
+	q.stats.Enqueued -= uint64(len(refs))
+	q.mu.Unlock()
+	q.b.totals.uncountEnqueued(len(refs))
+}
+
 // addPaged accounts for messages recovered straight into the pager.
 func (q *queue) addPaged(entries []pagedRef) {
 	q.mu.Lock()
@@ -391,6 +401,34 @@ func (q *queue) settle(refs []*ref) {
 	q.b.expireRefs(q, expired)
 }
 
+// reject removes in-flight refs as undeliverable (counted so) and returns
+// those it removed, for the caller to move to the error destination.
+func (q *queue) reject(refs []*ref) []*ref {
+	var taken []*ref
+	q.mu.Lock()
+	for _, r := range refs {
+		if r.state != refInflight {
+			continue
+		}
+		if c := r.owner; c != nil {
+			c.settled(1)
+		}
+		r.owner = nil
+		r.state = refGone
+		q.inflight--
+		q.count--
+		q.bytes -= int64(r.size)
+		q.stats.Undelivered++
+		taken = append(taken, r)
+	}
+	q.quotaCond.Broadcast()
+	expired := q.dispatchLocked()
+	q.mu.Unlock()
+	q.roomFreed()
+	q.b.expireRefs(q, expired)
+	return taken
+}
+
 // requeue puts in-flight refs back. Every delivery attempt counts against
 // the redelivery limit, whether it ended in a failure (rollback, recover,
 // NACK) or in a close that left it unacknowledged: a message that makes its
@@ -517,6 +555,47 @@ func (q *queue) release(held []*ref) {
 		q.b.dropRefs(drop)
 	}
 	q.b.expireRefs(q, expired)
+}
+
+// addCredit gives c n more credit, and dispatches when dispatch says so.
+// A consumer's credit is part of its queue's state: it changes under q.mu.
+func (q *queue) addCredit(c *Consumer, n int, dispatch bool) {
+	q.mu.Lock()
+	c.credit += n
+	var expired []*ref
+	if dispatch {
+		expired = q.dispatchLocked()
+	}
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// takeCredit takes back all of c's credit and returns how much it was.
+func (q *queue) takeCredit(c *Consumer) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := c.credit
+	c.credit = 0
+	return n
+}
+
+// creditOf returns c's credit.
+func (q *queue) creditOf(c *Consumer) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return c.credit
+}
+
+// hasEligibleConsumer reports whether a consumer could take a message now.
+func (q *queue) hasEligibleConsumer() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, c := range q.consumers {
+		if c.eligible() {
+			return true
+		}
+	}
+	return false
 }
 
 // addConsumer attaches c and dispatches to it.
@@ -667,6 +746,25 @@ func (q *queue) reserveAll(msgs []*message.Message, pol Policy) error {
 		q.reserveLocked(m, sizes[i])
 	}
 	return nil
+}
+
+// reserveFor reserves room for m, of size bytes, without checking the
+// quota: a topic checked its own (see topic.reserve).
+func (q *queue) reserveFor(m *message.Message, size int64) {
+	q.mu.Lock()
+	q.reserveLocked(m, size)
+	q.mu.Unlock()
+}
+
+// held returns what q holds and has reserved for sends in progress; 0 once
+// it is deleted.
+func (q *queue) held() (count, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return 0, 0
+	}
+	return q.count + q.resN, q.bytes + q.resBytes
 }
 
 // reserveLocked reserves room for m, of size bytes, once.
@@ -998,11 +1096,7 @@ func (q *queue) restore(t taken) {
 			}
 			q.mu.Unlock()
 		}
-		q.add(t.refs...)
-		q.mu.Lock()
-		q.stats.Enqueued -= uint64(len(t.refs))
-		q.mu.Unlock()
-		q.b.totals.uncountEnqueued(len(t.refs))
+		q.addAgain(t.refs)
 	}
 	if len(t.paged) > 0 {
 		for _, e := range t.paged {

@@ -92,10 +92,7 @@ func (t *topic) reserve(m *message.Message, refs []*ref, pol Policy) error {
 		}
 	}
 	for _, r := range refs {
-		q := r.q
-		q.mu.Lock()
-		q.reserveLocked(m, size)
-		q.mu.Unlock()
+		r.q.reserveFor(m, size)
 	}
 	return nil
 }
@@ -104,13 +101,9 @@ func (t *topic) reserve(m *message.Message, refs []*ref, pol Policy) error {
 // sends in progress, together.
 func (t *topic) held() (count, bytes int64) {
 	for _, s := range t.all() {
-		q := s.q
-		q.mu.Lock()
-		if !q.deleted {
-			count += q.count + q.resN
-			bytes += q.bytes + q.resBytes
-		}
-		q.mu.Unlock()
+		n, b := s.q.held()
+		count += n
+		bytes += b
 	}
 	return count, bytes
 }
@@ -432,10 +425,7 @@ func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string)
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has an active subscriber", name)
 	}
-	s.q.mu.Lock()
-	inflight := s.q.inflight
-	s.q.mu.Unlock()
-	if inflight > 0 {
+	if s.q.inFlight() > 0 {
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has unacknowledged or transacted messages", name)
 	}
