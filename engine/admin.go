@@ -667,45 +667,6 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 	return moved, nil
 }
 
-// reserveRoom reserves room under d's quota for the messages of refs,
-// routed to d by an administrator's move or import, without waiting: a
-// queue's quota is checked for all of them at once, counting the room
-// that sends in progress (and open transactions) have reserved; a topic's
-// quota bounds what its subscriptions hold together (see topic.reserve),
-// checked message by message. On failure some room may be reserved: the
-// caller gives it back with undoAdd(refs), as it does when the store
-// write fails; enqueue turns it into held messages.
-func (b *Broker) reserveRoom(d *destination, refs []*ref) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	pol := b.policyFor(d.dest)
-	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
-		return nil
-	}
-	pol.BlockingSendTimeout = 0 // an administrator's request fails at once
-	if d.q != nil {
-		msgs := make([]*message.Message, len(refs))
-		for i, r := range refs {
-			msgs[i] = r.msg
-		}
-		return d.q.reserveAll(msgs, pol)
-	}
-	// A topic: the refs of one message (one per subscription taking it)
-	// are consecutive.
-	for len(refs) > 0 {
-		n := 1
-		for n < len(refs) && refs[n].msg == refs[0].msg {
-			n++
-		}
-		if err := d.t.reserve(refs[0].msg, refs[:n], pol); err != nil {
-			return err
-		}
-		refs = refs[n:]
-	}
-	return nil
-}
-
 // DeleteMessages deletes the waiting messages of a queue or durable
 // subscription that f selects, atomically in the store per batch of
 // AdminBatch messages. It returns how many it deleted.

@@ -22,7 +22,7 @@ type queue struct {
 	bucket string              // store bucket of its refs; "" when nothing is stored
 
 	mu        sync.Mutex
-	quotaCond *sync.Cond // signalled when messages leave (quota waiters)
+	quota     quota // sends waiting for room: freed when messages or reservations leave
 	ready     [10]refList
 	nready    int
 	consumers []*Consumer
@@ -118,9 +118,7 @@ type queueStats struct {
 }
 
 func newQueue(b *Broker, dest message.Destination, sub *subscription, bucket string) *queue {
-	q := &queue{b: b, dest: dest, sub: sub, bucket: bucket}
-	q.quotaCond = sync.NewCond(&q.mu)
-	return q
+	return &queue{b: b, dest: dest, sub: sub, bucket: bucket}
 }
 
 // policy returns the destination's policy (a subscription uses its topic's).
@@ -222,14 +220,14 @@ func (q *queue) forgetPaged(e pagedRef) {
 	q.count--
 	q.bytes -= int64(e.size)
 	q.scheduled--
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	q.roomFreed()
 }
 
 // roomFreed tells the sends waiting for quota on a subscription's topic
-// that messages left (a queue's own waiters wait on quotaCond). Call it
-// without holding q.mu.
+// that messages left (a queue's own waiters wait on q.quota, freed under
+// q.mu). Call it without holding q.mu.
 func (q *queue) roomFreed() {
 	if q.sub != nil {
 		q.sub.topic.t.roomFreed()
@@ -285,10 +283,16 @@ func (q *queue) wake(refs []*ref) {
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
+	if len(retry) > 0 {
+		q.quota.freed()
+	}
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	if len(drop) > 0 {
 		q.b.dropRefs(drop)
+	}
+	if len(retry) > 0 {
+		q.roomFreed()
 	}
 	q.b.expireRefs(q, expired)
 	for reason, rs := range retry {
@@ -394,7 +398,7 @@ func (q *queue) settle(refs []*ref) {
 		q.stats.Dequeued++
 		q.b.totals.acked.Add(1)
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.roomFreed()
@@ -421,7 +425,7 @@ func (q *queue) reject(refs []*ref) []*ref {
 		q.stats.Undelivered++
 		taken = append(taken, r)
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.roomFreed()
@@ -512,7 +516,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	if len(undeliverable) > 0 {
@@ -656,7 +660,7 @@ func (q *queue) forgetExpired(n int, bytes int64) {
 	q.count -= int64(n)
 	q.bytes -= bytes
 	q.stats.Expired += uint64(n)
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	q.roomFreed()
 }
@@ -687,42 +691,35 @@ func (q *queue) snapshot(accept func(*ref) bool) []*ref {
 // and reserves it, or fails with a resource-allocation error. The check
 // and the reservation are one step under q.mu, and count the room other
 // sends have reserved, so concurrent senders never take more than the
-// quota. The reservation ends when m's ref is added (it becomes a held
+// quota; a send that waits sleeps on q.quota until room comes back. The reservation ends when m's ref is added (it becomes a held
 // message) or when the send fails and calls unreserve.
 func (q *queue) reserve(m *message.Message, pol Policy) error {
 	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
 		return nil
 	}
 	size := int64(m.Size())
-	full := func() bool {
-		return (pol.MaxMessages > 0 && q.count+q.resN+1 > pol.MaxMessages) ||
-			(pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes)
+	st := q.quota.take(pol.BlockingSendTimeout, func(waited bool) roomState {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if waited && q.deleted {
+			return roomGone
+		}
+		if (pol.MaxMessages > 0 && q.count+q.resN+1 > pol.MaxMessages) ||
+			(pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
+			return roomFull
+		}
+		q.reserveLocked(m, size)
+		return roomTaken
+	})
+	switch {
+	case st == roomTaken:
+		return nil
+	case pol.BlockingSendTimeout <= 0:
+		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
+	case st == roomGone:
+		return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if full() {
-		if pol.BlockingSendTimeout <= 0 {
-			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
-		}
-		deadline := time.Now().Add(pol.BlockingSendTimeout)
-		t := time.AfterFunc(pol.BlockingSendTimeout, func() {
-			q.mu.Lock()
-			q.quotaCond.Broadcast()
-			q.mu.Unlock()
-		})
-		defer t.Stop()
-		for full() && !q.deleted && time.Now().Before(deadline) {
-			q.quotaCond.Wait()
-		}
-		if q.deleted {
-			return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
-		}
-		if full() {
-			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
-		}
-	}
-	q.reserveLocked(m, size)
-	return nil
+	return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
 }
 
 // reserveAll reserves room for msgs under pol's quota in one step, or
@@ -785,7 +782,7 @@ func (q *queue) unreserve(m *message.Message) {
 	q.mu.Lock()
 	freed := q.unreserveLocked(m)
 	if freed {
-		q.quotaCond.Broadcast()
+		q.quota.freed()
 	}
 	q.mu.Unlock()
 	if freed {
@@ -1047,7 +1044,7 @@ func (q *queue) take(match func(*ref) bool) taken {
 		}
 		t.paged = kept
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	if len(stale) > 0 {
 		q.b.dropRefs(stale)
@@ -1132,7 +1129,7 @@ func (q *queue) drainAll(markDeleted bool) []*ref {
 	for _, r := range out {
 		q.bytes -= int64(r.size)
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	return out
 }
