@@ -4,9 +4,10 @@ package engine
 // `sluice admin` command and the Prometheus collector read and do. Nothing
 // here runs on the messaging path: every call takes a snapshot under the
 // same locks the engine uses (Broker.mu for the maps of destinations,
-// subscriptions and connections; queue.mu for one queue's lists and
-// counters; Connection.mu then Session.mu for a connection's sessions) and
-// never holds two queue locks at once.
+// subscriptions and connections; Connection.mu then Session.mu for a
+// connection's sessions) in the order written at the top of queue.go, and
+// reads or changes a queue only through its methods (info, waiting, take,
+// restore), never two queues at once.
 //
 // Message management (browse, move, delete, export) works on a Target: a
 // queue, or a durable subscription named by its client ID and name. It

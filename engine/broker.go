@@ -32,6 +32,10 @@ type Broker struct {
 	connSeq  atomic.Uint64
 	idPrefix string
 
+	// mu guards the maps of destinations, subscriptions, client IDs and
+	// connections. Lock order (see queue.go for the whole): Connection.mu,
+	// then mu, then a topic's quotaMu and mu, then one queue.mu; mu is
+	// never taken under a queue's, a topic's or a session's lock.
 	mu        sync.RWMutex
 	dests     map[message.Destination]*destination
 	subs      map[string]*subscription

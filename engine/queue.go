@@ -1,5 +1,28 @@
 package engine
 
+// The queue owns its state. Its lists, counters, consumers' credit,
+// reservations and the reasons of refs waiting for the error destination
+// are guarded by queue.mu, and queue.mu is taken only by the methods in
+// this file: everything else (the administrator, sessions, consumers,
+// topics, recovery) goes through them. Removing waiting messages is one
+// path, take, undone by restore.
+//
+// Lock order, outermost first; a lock may be taken while holding only
+// locks above it:
+//
+//	Connection.mu  (SetClientID claims the client ID under it)
+//	  Session.mu   (under Connection.mu only for management's snapshot)
+//	Broker.mu
+//	  topic.quotaMu
+//	    topic.mu
+//	      queue.mu       never two at once
+//	        Consumer.bufMu, quota.mu   leaves
+//
+// scheduler.mu and pager.mu are taken alone: a queue method hands refs to
+// the scheduler or the pager, or gathers them from it, with queue.mu
+// released. Waking a queue (its quota.freed) is safe under queue.mu; a
+// topic's quota is freed (queue.roomFreed) after queue.mu is released.
+
 import (
 	"cmp"
 	"context"
@@ -21,8 +44,8 @@ type queue struct {
 	sub    *subscription       // non-nil when this queue is a topic subscription
 	bucket string              // store bucket of its refs; "" when nothing is stored
 
-	mu        sync.Mutex
-	quota     quota // sends waiting for room: freed when messages or reservations leave
+	mu        sync.Mutex // see the lock order at the top of this file
+	quota     quota      // sends waiting for room: freed when messages or reservations leave
 	ready     [10]refList
 	nready    int
 	consumers []*Consumer
