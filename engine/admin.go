@@ -1019,30 +1019,47 @@ func (b *Broker) heldIDs(q *queue) map[string]struct{} {
 		set[w.r.msg.ID] = struct{}{}
 	}
 	for _, c := range q.consumerList() {
-		c.bufMu.Lock()
-		for _, r := range c.buf {
-			set[r.msg.ID] = struct{}{}
-		}
-		c.bufMu.Unlock()
+		c.bufferedIDs(set)
 	}
 	// Every session: one whose consumer was closed still holds what it
 	// delivered until it acknowledges, recovers or closes.
-	var sessions []*Session
 	for _, conn := range b.connections() {
-		conn.mu.Lock()
-		for s := range conn.sessions {
-			sessions = append(sessions, s)
+		for _, s := range conn.sessionList() {
+			s.pendingIDs(q, set)
 		}
-		conn.mu.Unlock()
-	}
-	for _, s := range sessions {
-		s.mu.Lock()
-		for _, d := range s.pending {
-			if d.r.q == q {
-				set[d.r.msg.ID] = struct{}{}
-			}
-		}
-		s.mu.Unlock()
 	}
 	return set
+}
+
+// bufferedIDs adds to set the JMSMessageIDs of the refs dispatched to c
+// and not yet taken by a receive.
+func (c *Consumer) bufferedIDs(set map[string]struct{}) {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	for _, r := range c.buf {
+		set[r.msg.ID] = struct{}{}
+	}
+}
+
+// sessionList returns c's sessions.
+func (c *Connection) sessionList() []*Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Session, 0, len(c.sessions))
+	for s := range c.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// pendingIDs adds to set the JMSMessageIDs of q's messages that s
+// delivered and has not settled.
+func (s *Session) pendingIDs(q *queue, set map[string]struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.pending {
+		if d.r.q == q {
+			set[d.r.msg.ID] = struct{}{}
+		}
+	}
 }
