@@ -4,9 +4,10 @@ package engine
 // `sluice admin` command and the Prometheus collector read and do. Nothing
 // here runs on the messaging path: every call takes a snapshot under the
 // same locks the engine uses (Broker.mu for the maps of destinations,
-// subscriptions and connections; queue.mu for one queue's lists and
-// counters; Connection.mu then Session.mu for a connection's sessions) and
-// never holds two queue locks at once.
+// subscriptions and connections; Connection.mu then Session.mu for a
+// connection's sessions) in the order written at the top of queue.go, and
+// reads or changes a queue only through its methods (info, waiting, take,
+// restore), never two queues at once.
 //
 // Message management (browse, move, delete, export) works on a Target: a
 // queue, or a durable subscription named by its client ID and name. It
@@ -99,31 +100,6 @@ type DestinationInfo struct {
 // Destination returns the destination as message.Destination.
 func (i DestinationInfo) Destination() message.Destination {
 	return message.Destination{Kind: i.Kind, Name: i.Name}
-}
-
-// queueInfo is the part of DestinationInfo one queue contributes.
-func (q *queue) info(into *DestinationInfo) {
-	q.mu.Lock()
-	into.Messages += q.count
-	into.Ready += q.nready
-	into.InFlight += q.inflight
-	into.Scheduled += q.scheduled
-	into.Bytes += q.bytes
-	into.Consumers += len(q.consumers)
-	into.Enqueued += q.stats.Enqueued
-	into.Dequeued += q.stats.Dequeued
-	into.Expired += q.stats.Expired
-	into.Redelivered += q.stats.Redelivered
-	into.Delivered += q.delivered.Load()
-	into.Undelivered += q.stats.Undelivered
-	for p := range q.ready {
-		if l := &q.ready[p]; l.len() > 0 {
-			if ts := l.at(0).msg.Timestamp; ts > 0 && (into.OldestTimestamp == 0 || ts < into.OldestTimestamp) {
-				into.OldestTimestamp = ts
-			}
-		}
-	}
-	q.mu.Unlock()
 }
 
 func (d *destination) info() DestinationInfo {
@@ -380,10 +356,7 @@ func (b *Broker) DeleteSubscription(ctx context.Context, clientID, name string) 
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has an active subscriber", name)
 	}
-	s.q.mu.Lock()
-	inflight := s.q.inflight
-	s.q.mu.Unlock()
-	if inflight > 0 {
+	if s.q.inFlight() > 0 {
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has unacknowledged or transacted messages", name)
 	}
@@ -479,148 +452,6 @@ func (f Filter) matcher() (func(*ref) bool, error) {
 		d := message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0}
 		return sel.Matches(message.SelectorView{D: &d})
 	}, nil
-}
-
-// scheduledOf returns the refs of q waiting in the scheduler (candidates:
-// their state is checked under q.mu).
-func (b *Broker) scheduledOf(q *queue) []*ref {
-	q.mu.Lock()
-	n := q.scheduled
-	q.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	if b.pager.after > 0 {
-		b.pager.materialize(q)
-	}
-	s := b.sched
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*ref
-	for _, e := range s.heap.items {
-		if e.r.q == q {
-			out = append(out, e.r)
-		}
-	}
-	return out
-}
-
-// waiting is a ref seen waiting, with what browsing reports of it.
-type waiting struct {
-	r         *ref
-	scheduled bool
-	deliverAt int64
-	count     int32
-}
-
-// waitingRefs returns q's waiting refs that match, in delivery order: the
-// ready ones by priority then arrival, then the scheduled ones by time then
-// arrival. Expired ready refs are left out. Call without q.mu.
-func (b *Broker) waitingRefs(q *queue, match func(*ref) bool) []waiting {
-	cands := b.scheduledOf(q)
-	now := b.nowMillis()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.waitingLocked(now, cands, match)
-}
-
-func (q *queue) waitingLocked(now int64, cands []*ref, match func(*ref) bool) []waiting {
-	var out []waiting
-	for p := 9; p >= 0; p-- {
-		l := &q.ready[p]
-		for i := 0; i < l.len(); i++ {
-			r := l.at(i)
-			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
-				continue
-			}
-			if match(r) {
-				out = append(out, waiting{r: r, count: r.count})
-			}
-		}
-	}
-	first := len(out)
-	seen := make(map[*ref]struct{}, len(cands))
-	for _, r := range cands {
-		if r.state != refScheduled || r.gen != q.gen {
-			continue
-		}
-		if _, dup := seen[r]; dup {
-			continue
-		}
-		seen[r] = struct{}{}
-		if match(r) {
-			out = append(out, waiting{r: r, scheduled: true, deliverAt: r.deliverAt, count: r.count})
-		}
-	}
-	slices.SortFunc(out[first:], func(a, b waiting) int {
-		return cmp.Or(cmp.Compare(a.deliverAt, b.deliverAt), cmp.Compare(a.r.seq, b.r.seq))
-	})
-	return out
-}
-
-// take removes q's waiting refs that match from its lists and accounting,
-// in delivery order, marking them gone. The caller owns them: it either
-// settles them in the store or gives them back with restore.
-func (b *Broker) take(q *queue, match func(*ref) bool) []*ref {
-	cands := b.scheduledOf(q)
-	now := b.nowMillis()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	ws := q.waitingLocked(now, cands, match)
-	if len(ws) == 0 {
-		return nil
-	}
-	taken := make(map[*ref]struct{}, len(ws))
-	out := make([]*ref, len(ws))
-	for i, w := range ws {
-		out[i] = w.r
-		taken[w.r] = struct{}{}
-		if w.scheduled {
-			q.scheduled-- // the scheduler skips it when it fires: it is no longer refScheduled
-		}
-	}
-	for p := range q.ready {
-		l := &q.ready[p]
-		kept := l.items[:l.head]
-		for _, r := range l.items[l.head:] {
-			if _, ok := taken[r]; ok {
-				q.nready--
-				continue
-			}
-			kept = append(kept, r)
-		}
-		clear(l.items[len(kept):])
-		l.items = kept
-		if l.head == len(l.items) {
-			l.items, l.head = l.items[:0], 0
-		}
-	}
-	for _, r := range out {
-		r.state = refGone
-		q.count--
-		q.bytes -= int64(r.size) // what it added, whatever its message's size now
-	}
-	q.quotaCond.Broadcast()
-	return out
-}
-
-// restore gives taken refs back to q (a store write failed), in their
-// places: ready ones by arrival, scheduled ones at their time.
-func (b *Broker) restore(q *queue, refs []*ref, recs []*stored) {
-	for i, r := range refs {
-		if recs != nil && recs[i] != nil && r.rec == nil {
-			recs[i].refs.Add(1)
-			r.rec = recs[i]
-		}
-	}
-	if len(refs) == 0 {
-		return
-	}
-	q.add(refs...)
-	q.mu.Lock()
-	q.stats.Enqueued -= uint64(len(refs))
-	q.mu.Unlock()
-	b.totals.uncountEnqueued(len(refs))
 }
 
 func recsOf(refs []*ref) []*stored {
@@ -744,7 +575,7 @@ func (b *Broker) BrowseMessages(t Target, opts BrowseOptions) (MessagePage, erro
 	if err != nil {
 		return MessagePage{}, err
 	}
-	ws := b.waitingRefs(q, match)
+	ws := q.waiting(match)
 	all := make([]MessageEntry, len(ws))
 	for i, w := range ws {
 		all[i] = MessageEntry{Delivery: message.Delivery{Msg: w.r.msg, DeliveryCount: w.count + 1, Redelivered: w.count > 0},
@@ -801,13 +632,13 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 	if d.q == q {
 		return 0, errorf(CodeInvalidDestination, "cannot move messages from %s to itself", to)
 	}
-	refs := b.take(q, match)
+	rest := q.take(match)
 	moved := 0
-	for len(refs) > 0 {
-		n := min(len(refs), AdminBatch)
-		batch := refs[:n]
+	for rest.len() > 0 {
+		var batch taken
+		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
 		var plan []*ref
-		for _, r := range batch {
+		for _, r := range batch.refs {
 			m := *r.msg // shallow: a message's slices are never modified
 			m.Destination = to
 			m.Producer = 0
@@ -816,88 +647,25 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 		}
 		if err := b.reserveRoom(d, plan); err != nil {
 			b.undoAdd(plan)
-			b.restore(q, refs, nil)
+			q.restore(batch)
+			q.restore(rest)
 			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
-		recs := recsOf(batch)
-		ops := b.storeOpsForUndoableRemove(batch, nil)
+		ops := batch.removeOps(q, nil)
 		ops = b.storeOpsForAdd(plan, ops)
 		if err := b.update(ctx, ops); err != nil {
 			b.undoAdd(plan)
-			b.restore(q, batch, recs)
-			b.restore(q, refs[n:], nil)
+			q.restore(batch)
+			q.restore(rest)
 			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
 		b.enqueue(plan)
-		moved += n
-		refs = refs[n:]
+		moved += batch.len()
 	}
 	if moved > 0 {
 		b.log.Info("messages moved by an administrator", slog.String("from", from.String()), slog.String("to", to.String()), slog.Int("messages", moved))
 	}
 	return moved, nil
-}
-
-// reserveRoom reserves room under d's quota for the messages of refs,
-// routed to d by an administrator's move or import, without waiting: a
-// queue's quota is checked for all of them at once, counting the room
-// that sends in progress (and open transactions) have reserved; a topic's
-// quota bounds what its subscriptions hold together (see topic.reserve),
-// checked message by message. On failure some room may be reserved: the
-// caller gives it back with undoAdd(refs), as it does when the store
-// write fails; enqueue turns it into held messages.
-func (b *Broker) reserveRoom(d *destination, refs []*ref) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	pol := b.policyFor(d.dest)
-	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
-		return nil
-	}
-	pol.BlockingSendTimeout = 0 // an administrator's request fails at once
-	if d.q != nil {
-		msgs := make([]*message.Message, len(refs))
-		for i, r := range refs {
-			msgs[i] = r.msg
-		}
-		return d.q.reserveAll(msgs, pol)
-	}
-	// A topic: the refs of one message (one per subscription taking it)
-	// are consecutive.
-	for len(refs) > 0 {
-		n := 1
-		for n < len(refs) && refs[n].msg == refs[0].msg {
-			n++
-		}
-		if err := d.t.reserve(refs[0].msg, refs[:n], pol); err != nil {
-			return err
-		}
-		refs = refs[n:]
-	}
-	return nil
-}
-
-// reserveAll reserves room for msgs under pol's quota in one step, or
-// fails with a resource-allocation error when the queue, with the room
-// that sends in progress have reserved, has not enough for all of them.
-func (q *queue) reserveAll(msgs []*message.Message, pol Policy) error {
-	sizes := make([]int64, len(msgs))
-	var size int64
-	for i, m := range msgs {
-		sizes[i] = int64(m.Size())
-		size += sizes[i]
-	}
-	n := int64(len(msgs))
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if (pol.MaxMessages > 0 && q.count+q.resN+n > pol.MaxMessages) || (pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
-		return errorf(CodeResourceAllocation, "destination %s has no room for %d more messages (quota %d messages, %d bytes; it holds %d, %d bytes, and sends in progress reserved %d, %d bytes)",
-			q.dest, n, pol.MaxMessages, pol.MaxBytes, q.count, q.bytes, q.resN, q.resBytes)
-	}
-	for i, m := range msgs {
-		q.reserveLocked(m, sizes[i])
-	}
-	return nil
 }
 
 // DeleteMessages deletes the waiting messages of a queue or durable
@@ -912,19 +680,17 @@ func (b *Broker) DeleteMessages(ctx context.Context, t Target, f Filter) (int, e
 	if err != nil {
 		return 0, err
 	}
-	refs := b.take(q, match)
+	rest := q.take(match)
 	deleted := 0
-	for len(refs) > 0 {
-		n := min(len(refs), AdminBatch)
-		batch := refs[:n]
-		recs := recsOf(batch)
-		if err := b.update(ctx, b.storeOpsForUndoableRemove(batch, nil)); err != nil {
-			b.restore(q, batch, recs)
-			b.restore(q, refs[n:], nil)
+	for rest.len() > 0 {
+		var batch taken
+		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
+		if err := b.update(ctx, batch.removeOps(q, nil)); err != nil {
+			q.restore(batch)
+			q.restore(rest)
 			return deleted, fmt.Errorf("delete messages of %s: %w", t, err)
 		}
-		deleted += n
-		refs = refs[n:]
+		deleted += batch.len()
 	}
 	if deleted > 0 {
 		b.log.Info("messages deleted by an administrator", slog.String("target", t.String()), slog.Int("messages", deleted))
@@ -947,7 +713,7 @@ func (b *Broker) Export(t Target, selector string, w io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ws := b.waitingRefs(q, match)
+	ws := q.waiting(match)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	// Encode chunks on every processor, write them in order.
 	const chunk = 512
@@ -1249,37 +1015,51 @@ func (p *presence) commit(refs []*ref) {
 // consumer and not yet recorded as delivered is not seen.
 func (b *Broker) heldIDs(q *queue) map[string]struct{} {
 	set := map[string]struct{}{}
-	for _, w := range b.waitingRefs(q, func(*ref) bool { return true }) {
+	for _, w := range q.waiting(func(*ref) bool { return true }) {
 		set[w.r.msg.ID] = struct{}{}
 	}
-	q.mu.Lock()
-	consumers := slices.Clone(q.consumers)
-	q.mu.Unlock()
-	for _, c := range consumers {
-		c.bufMu.Lock()
-		for _, r := range c.buf {
-			set[r.msg.ID] = struct{}{}
-		}
-		c.bufMu.Unlock()
+	for _, c := range q.consumerList() {
+		c.bufferedIDs(set)
 	}
 	// Every session: one whose consumer was closed still holds what it
 	// delivered until it acknowledges, recovers or closes.
-	var sessions []*Session
 	for _, conn := range b.connections() {
-		conn.mu.Lock()
-		for s := range conn.sessions {
-			sessions = append(sessions, s)
+		for _, s := range conn.sessionList() {
+			s.pendingIDs(q, set)
 		}
-		conn.mu.Unlock()
-	}
-	for _, s := range sessions {
-		s.mu.Lock()
-		for _, d := range s.pending {
-			if d.r.q == q {
-				set[d.r.msg.ID] = struct{}{}
-			}
-		}
-		s.mu.Unlock()
 	}
 	return set
+}
+
+// bufferedIDs adds to set the JMSMessageIDs of the refs dispatched to c
+// and not yet taken by a receive.
+func (c *Consumer) bufferedIDs(set map[string]struct{}) {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	for _, r := range c.buf {
+		set[r.msg.ID] = struct{}{}
+	}
+}
+
+// sessionList returns c's sessions.
+func (c *Connection) sessionList() []*Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Session, 0, len(c.sessions))
+	for s := range c.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// pendingIDs adds to set the JMSMessageIDs of q's messages that s
+// delivered and has not settled.
+func (s *Session) pendingIDs(q *queue, set map[string]struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.pending {
+		if d.r.q == q {
+			set[d.r.msg.ID] = struct{}{}
+		}
+	}
 }

@@ -32,6 +32,10 @@ type Broker struct {
 	connSeq  atomic.Uint64
 	idPrefix string
 
+	// mu guards the maps of destinations, subscriptions, client IDs and
+	// connections. Lock order (see queue.go for the whole): Connection.mu,
+	// then mu, then a topic's quotaMu and mu, then one queue.mu; mu is
+	// never taken under a queue's, a topic's or a session's lock.
 	mu        sync.RWMutex
 	dests     map[message.Destination]*destination
 	subs      map[string]*subscription
@@ -61,15 +65,11 @@ type destination struct {
 
 func (d *destination) consumerCount() int {
 	if d.q != nil {
-		d.q.mu.Lock()
-		defer d.q.mu.Unlock()
-		return len(d.q.consumers)
+		return d.q.consumerCount()
 	}
 	n := 0
 	for _, s := range d.t.all() {
-		s.q.mu.Lock()
-		n += len(s.q.consumers)
-		s.q.mu.Unlock()
+		n += s.q.consumerCount()
 	}
 	return n
 }
@@ -678,29 +678,7 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 // or deleted when there is none.
 func (b *Broker) reject(ctx context.Context, refs []*ref, reason string) {
 	byQueue(refs, func(q *queue, rs []*ref) {
-		q.mu.Lock()
-		var taken []*ref
-		for _, r := range rs {
-			if r.state != refInflight {
-				continue
-			}
-			if c := r.owner; c != nil {
-				c.settled(1)
-			}
-			r.owner = nil
-			r.state = refGone
-			q.inflight--
-			q.count--
-			q.bytes -= int64(r.size)
-			q.stats.Undelivered++
-			taken = append(taken, r)
-		}
-		q.quotaCond.Broadcast()
-		expired := q.dispatchLocked()
-		q.mu.Unlock()
-		q.roomFreed()
-		b.expireRefs(q, expired)
-		b.deadLetter(ctx, q, taken, reason)
+		b.deadLetter(ctx, q, q.reject(rs), reason)
 	})
 }
 
@@ -897,10 +875,7 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	for _, q := range qs {
 		refs := q.drainAll(true)
 		ops = b.storeOpsForRemove(refs, ops)
-		q.mu.Lock()
-		cs := append([]*Consumer(nil), q.consumers...)
-		q.mu.Unlock()
-		for _, c := range cs {
+		for _, c := range q.consumerList() {
 			_ = c.close(reason)
 		}
 		if q.bucket != "" {
@@ -938,17 +913,12 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 		return 0, errorf(CodeInvalidDestination, "queue %s does not exist", dest)
 	}
 	q := d.q
-	refs, paged, n := q.purge()
-	recs := recsOf(refs)
+	t := q.take(nil)
 	// Undoable: a refused update puts everything back, so no message's
 	// pending first write may be taken back before the purge is durable.
-	ops := b.storeOpsForUndoableRemove(refs, nil)
-	ops = q.pagedRemoveOps(paged, ops)
-	if len(ops) > 0 && b.store != nil {
-		if err := b.store.Update(ctx, ops); err != nil {
-			q.unpurge(refs, recs, paged)
-			return 0, fmt.Errorf("purge %s: %w", dest, err)
-		}
+	if err := b.update(ctx, t.removeOps(q, nil)); err != nil {
+		q.restore(t)
+		return 0, fmt.Errorf("purge %s: %w", dest, err)
 	}
-	return n, nil
+	return t.len(), nil
 }

@@ -141,7 +141,7 @@ func (c *Confirmation) takeBack() {
 	}
 	c.takeOnce.Do(func() {
 		r := c.r
-		if n := len(c.b.take(r.q, func(x *ref) bool { return x == r })); n > 0 {
+		if n := r.q.take(func(x *ref) bool { return x == r }).len(); n > 0 {
 			c.b.log.Warn("a message whose write failed was taken off its queue",
 				slog.String("destination", r.q.dest.String()), slog.String("message_id", r.msg.ID))
 		}

@@ -98,6 +98,10 @@ type Connection struct {
 
 	started atomic.Bool
 
+	// mu guards the connection's sessions, client ID and delivery gate.
+	// Lock order (see queue.go for the whole): mu is outermost: under it
+	// a connection may take Broker.mu (claiming its client ID) or one of
+	// its sessions' mu (management's snapshot); no queue lock.
 	mu       sync.Mutex
 	gateCond *sync.Cond
 	active   int // deliveries in progress (listeners, receives)

@@ -124,28 +124,19 @@ func (c *Consumer) settled(n int) {
 
 // Flow adds n to the consumer's credit (CreditManual) and dispatches.
 func (c *Consumer) Flow(n int) {
-	c.q.mu.Lock()
-	c.credit += n
-	c.q.mu.Unlock()
-	c.q.kick()
+	c.q.addCredit(c, n, true)
 }
 
 // Drain dispatches what is available within the current credit, then takes
 // the remaining credit back and returns how much that was (AMQP drain).
 func (c *Consumer) Drain() int {
 	c.q.kick()
-	c.q.mu.Lock()
-	n := c.credit
-	c.credit = 0
-	c.q.mu.Unlock()
-	return n
+	return c.q.takeCredit(c)
 }
 
 // Credit returns the consumer's current credit.
 func (c *Consumer) Credit() int {
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	return c.credit
+	return c.q.creditOf(c)
 }
 
 // next returns the next ref for delivery, waiting until one arrives, ctx
@@ -191,11 +182,7 @@ func (c *Consumer) next(ctx context.Context, stopping <-chan struct{}) (*ref, er
 func (c *Consumer) giveBack() {
 	n := c.owed
 	c.owed = 0
-	c.q.mu.Lock()
-	c.credit += n
-	expired := c.q.dispatchLocked()
-	c.q.mu.Unlock()
-	c.q.b.expireRefs(c.q, expired)
+	c.q.addCredit(c, n, true)
 }
 
 // markAttempts writes the coming delivery attempt of each persistent ref in
@@ -360,9 +347,7 @@ func (c *Consumer) reclaim() {
 	}
 	if c.mode != CreditOnAck {
 		// requeue gives credit back only for CreditOnAck (settled).
-		c.q.mu.Lock()
-		c.credit += len(back)
-		c.q.mu.Unlock()
+		c.q.addCredit(c, len(back), false)
 	}
 	c.q.b.requeue(context.Background(), back, false, 0)
 }

@@ -71,18 +71,6 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r, counter: &b.totals}
 }
 
-// hasEligibleConsumer reports whether a consumer could take a message now.
-func (q *queue) hasEligibleConsumer() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, c := range q.consumers {
-		if c.eligible() {
-			return true
-		}
-	}
-	return false
-}
-
 // withdrawEarly is told that r is being settled (acknowledged, moved,
 // expired): when its message's write can still be taken back, it is, the
 // producer is confirmed, and true means there is nothing to delete.

@@ -102,9 +102,8 @@ func (p *pager) len() int {
 	return p.heap.len()
 }
 
-// materialize loads every paged message of q back into memory (the
-// scheduler), for management operations that must see them all.
-func (p *pager) materialize(q *queue) {
+// removeOf removes every paged entry of q and returns them.
+func (p *pager) removeOf(q *queue) []pagedRef {
 	var mine []pagedRef
 	p.mu.Lock()
 	p.heap.filter(func(e pagedRef) bool {
@@ -115,6 +114,13 @@ func (p *pager) materialize(q *queue) {
 		return true
 	})
 	p.mu.Unlock()
+	return mine
+}
+
+// materialize loads every paged message of q back into memory (the
+// scheduler), for management operations that must see them all.
+func (p *pager) materialize(q *queue) {
+	mine := p.removeOf(q)
 	for len(mine) > 0 {
 		n := min(len(mine), pageInBatch)
 		p.load(mine[:n])

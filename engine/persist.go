@@ -384,11 +384,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			qr.q.addPaged(pagedRefs)
 		}
 		if len(refs) > 0 {
-			qr.q.add(refs...)
-			qr.q.mu.Lock()
-			qr.q.stats.Enqueued -= uint64(len(refs))
-			qr.q.mu.Unlock()
-			b.totals.uncountEnqueued(len(refs))
+			qr.q.addAgain(refs)
 		}
 	}
 	if len(stale) > 0 {

@@ -1,5 +1,28 @@
 package engine
 
+// The queue owns its state. Its lists, counters, consumers' credit,
+// reservations and the reasons of refs waiting for the error destination
+// are guarded by queue.mu, and queue.mu is taken only by the methods in
+// this file: everything else (the administrator, sessions, consumers,
+// topics, recovery) goes through them. Removing waiting messages is one
+// path, take, undone by restore.
+//
+// Lock order, outermost first; a lock may be taken while holding only
+// locks above it:
+//
+//	Connection.mu  (SetClientID claims the client ID under it)
+//	  Session.mu   (under Connection.mu only for management's snapshot)
+//	Broker.mu
+//	  topic.quotaMu
+//	    topic.mu
+//	      queue.mu       never two at once
+//	        Consumer.bufMu, quota.mu   leaves
+//
+// scheduler.mu and pager.mu are taken alone: a queue method hands refs to
+// the scheduler or the pager, or gathers them from it, with queue.mu
+// released. Waking a queue (its quota.freed) is safe under queue.mu; a
+// topic's quota is freed (queue.roomFreed) after queue.mu is released.
+
 import (
 	"cmp"
 	"context"
@@ -21,8 +44,8 @@ type queue struct {
 	sub    *subscription       // non-nil when this queue is a topic subscription
 	bucket string              // store bucket of its refs; "" when nothing is stored
 
-	mu        sync.Mutex
-	quotaCond *sync.Cond // signalled when messages leave (quota waiters)
+	mu        sync.Mutex // see the lock order at the top of this file
+	quota     quota      // sends waiting for room: freed when messages or reservations leave
 	ready     [10]refList
 	nready    int
 	consumers []*Consumer
@@ -118,9 +141,7 @@ type queueStats struct {
 }
 
 func newQueue(b *Broker, dest message.Destination, sub *subscription, bucket string) *queue {
-	q := &queue{b: b, dest: dest, sub: sub, bucket: bucket}
-	q.quotaCond = sync.NewCond(&q.mu)
-	return q
+	return &queue{b: b, dest: dest, sub: sub, bucket: bucket}
 }
 
 // policy returns the destination's policy (a subscription uses its topic's).
@@ -187,6 +208,16 @@ func (q *queue) add(refs ...*ref) {
 	q.b.expireRefs(q, expired)
 }
 
+// addAgain is add for refs the queue counted as enqueued before: given
+// back after a failed removal, or recovered from the store.
+func (q *queue) addAgain(refs []*ref) {
+	q.add(refs...)
+	q.mu.Lock()
+	q.stats.Enqueued -= uint64(len(refs))
+	q.mu.Unlock()
+	q.b.totals.uncountEnqueued(len(refs))
+}
+
 // addPaged accounts for messages recovered straight into the pager.
 func (q *queue) addPaged(entries []pagedRef) {
 	q.mu.Lock()
@@ -212,14 +243,14 @@ func (q *queue) forgetPaged(e pagedRef) {
 	q.count--
 	q.bytes -= int64(e.size)
 	q.scheduled--
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	q.roomFreed()
 }
 
 // roomFreed tells the sends waiting for quota on a subscription's topic
-// that messages left (a queue's own waiters wait on quotaCond). Call it
-// without holding q.mu.
+// that messages left (a queue's own waiters wait on q.quota, freed under
+// q.mu). Call it without holding q.mu.
 func (q *queue) roomFreed() {
 	if q.sub != nil {
 		q.sub.topic.t.roomFreed()
@@ -275,10 +306,16 @@ func (q *queue) wake(refs []*ref) {
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
+	if len(retry) > 0 {
+		q.quota.freed()
+	}
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	if len(drop) > 0 {
 		q.b.dropRefs(drop)
+	}
+	if len(retry) > 0 {
+		q.roomFreed()
 	}
 	q.b.expireRefs(q, expired)
 	for reason, rs := range retry {
@@ -384,11 +421,39 @@ func (q *queue) settle(refs []*ref) {
 		q.stats.Dequeued++
 		q.b.totals.acked.Add(1)
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	q.roomFreed()
 	q.b.expireRefs(q, expired)
+}
+
+// reject removes in-flight refs as undeliverable (counted so) and returns
+// those it removed, for the caller to move to the error destination.
+func (q *queue) reject(refs []*ref) []*ref {
+	var taken []*ref
+	q.mu.Lock()
+	for _, r := range refs {
+		if r.state != refInflight {
+			continue
+		}
+		if c := r.owner; c != nil {
+			c.settled(1)
+		}
+		r.owner = nil
+		r.state = refGone
+		q.inflight--
+		q.count--
+		q.bytes -= int64(r.size)
+		q.stats.Undelivered++
+		taken = append(taken, r)
+	}
+	q.quota.freed()
+	expired := q.dispatchLocked()
+	q.mu.Unlock()
+	q.roomFreed()
+	q.b.expireRefs(q, expired)
+	return taken
 }
 
 // requeue puts in-flight refs back. Every delivery attempt counts against
@@ -474,7 +539,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		q.ready[r.msg.Priority].insert(r)
 		q.nready++
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
 	if len(undeliverable) > 0 {
@@ -517,6 +582,47 @@ func (q *queue) release(held []*ref) {
 		q.b.dropRefs(drop)
 	}
 	q.b.expireRefs(q, expired)
+}
+
+// addCredit gives c n more credit, and dispatches when dispatch says so.
+// A consumer's credit is part of its queue's state: it changes under q.mu.
+func (q *queue) addCredit(c *Consumer, n int, dispatch bool) {
+	q.mu.Lock()
+	c.credit += n
+	var expired []*ref
+	if dispatch {
+		expired = q.dispatchLocked()
+	}
+	q.mu.Unlock()
+	q.b.expireRefs(q, expired)
+}
+
+// takeCredit takes back all of c's credit and returns how much it was.
+func (q *queue) takeCredit(c *Consumer) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := c.credit
+	c.credit = 0
+	return n
+}
+
+// creditOf returns c's credit.
+func (q *queue) creditOf(c *Consumer) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return c.credit
+}
+
+// hasEligibleConsumer reports whether a consumer could take a message now.
+func (q *queue) hasEligibleConsumer() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, c := range q.consumers {
+		if c.eligible() {
+			return true
+		}
+	}
+	return false
 }
 
 // addConsumer attaches c and dispatches to it.
@@ -577,7 +683,7 @@ func (q *queue) forgetExpired(n int, bytes int64) {
 	q.count -= int64(n)
 	q.bytes -= bytes
 	q.stats.Expired += uint64(n)
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	q.roomFreed()
 }
@@ -608,42 +714,77 @@ func (q *queue) snapshot(accept func(*ref) bool) []*ref {
 // and reserves it, or fails with a resource-allocation error. The check
 // and the reservation are one step under q.mu, and count the room other
 // sends have reserved, so concurrent senders never take more than the
-// quota. The reservation ends when m's ref is added (it becomes a held
+// quota; a send that waits sleeps on q.quota until room comes back. The reservation ends when m's ref is added (it becomes a held
 // message) or when the send fails and calls unreserve.
 func (q *queue) reserve(m *message.Message, pol Policy) error {
 	if pol.MaxMessages <= 0 && pol.MaxBytes <= 0 {
 		return nil
 	}
 	size := int64(m.Size())
-	full := func() bool {
-		return (pol.MaxMessages > 0 && q.count+q.resN+1 > pol.MaxMessages) ||
-			(pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes)
+	st := q.quota.take(pol.BlockingSendTimeout, func(waited bool) roomState {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if waited && q.deleted {
+			return roomGone
+		}
+		if (pol.MaxMessages > 0 && q.count+q.resN+1 > pol.MaxMessages) ||
+			(pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
+			return roomFull
+		}
+		q.reserveLocked(m, size)
+		return roomTaken
+	})
+	switch {
+	case st == roomTaken:
+		return nil
+	case pol.BlockingSendTimeout <= 0:
+		return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
+	case st == roomGone:
+		return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
 	}
+	return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
+}
+
+// reserveAll reserves room for msgs under pol's quota in one step, or
+// fails with a resource-allocation error when the queue, with the room
+// that sends in progress have reserved, has not enough for all of them.
+func (q *queue) reserveAll(msgs []*message.Message, pol Policy) error {
+	sizes := make([]int64, len(msgs))
+	var size int64
+	for i, m := range msgs {
+		sizes[i] = int64(m.Size())
+		size += sizes[i]
+	}
+	n := int64(len(msgs))
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if full() {
-		if pol.BlockingSendTimeout <= 0 {
-			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes)", q.dest, pol.MaxMessages, pol.MaxBytes)
-		}
-		deadline := time.Now().Add(pol.BlockingSendTimeout)
-		t := time.AfterFunc(pol.BlockingSendTimeout, func() {
-			q.mu.Lock()
-			q.quotaCond.Broadcast()
-			q.mu.Unlock()
-		})
-		defer t.Stop()
-		for full() && !q.deleted && time.Now().Before(deadline) {
-			q.quotaCond.Wait()
-		}
-		if q.deleted {
-			return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", q.dest)
-		}
-		if full() {
-			return errorf(CodeResourceAllocation, "destination %s is full (quota %d messages, %d bytes); waited %s", q.dest, pol.MaxMessages, pol.MaxBytes, pol.BlockingSendTimeout)
-		}
+	if (pol.MaxMessages > 0 && q.count+q.resN+n > pol.MaxMessages) || (pol.MaxBytes > 0 && q.bytes+q.resBytes+size > pol.MaxBytes) {
+		return errorf(CodeResourceAllocation, "destination %s has no room for %d more messages (quota %d messages, %d bytes; it holds %d, %d bytes, and sends in progress reserved %d, %d bytes)",
+			q.dest, n, pol.MaxMessages, pol.MaxBytes, q.count, q.bytes, q.resN, q.resBytes)
 	}
-	q.reserveLocked(m, size)
+	for i, m := range msgs {
+		q.reserveLocked(m, sizes[i])
+	}
 	return nil
+}
+
+// reserveFor reserves room for m, of size bytes, without checking the
+// quota: a topic checked its own (see topic.reserve).
+func (q *queue) reserveFor(m *message.Message, size int64) {
+	q.mu.Lock()
+	q.reserveLocked(m, size)
+	q.mu.Unlock()
+}
+
+// held returns what q holds and has reserved for sends in progress; 0 once
+// it is deleted.
+func (q *queue) held() (count, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return 0, 0
+	}
+	return q.count + q.resN, q.bytes + q.resBytes
 }
 
 // reserveLocked reserves room for m, of size bytes, once.
@@ -664,7 +805,7 @@ func (q *queue) unreserve(m *message.Message) {
 	q.mu.Lock()
 	freed := q.unreserveLocked(m)
 	if freed {
-		q.quotaCond.Broadcast()
+		q.quota.freed()
 	}
 	q.mu.Unlock()
 	if freed {
@@ -685,87 +826,257 @@ func (q *queue) unreserveLocked(m *message.Message) bool {
 	return true
 }
 
-// purge removes every message waiting on q: ready, scheduled in memory and
-// paged out to the store (messages in flight, or held while their
-// redelivery is recorded, stay), taking them out of q's accounting and out
-// of the scheduler and the pager. It returns them for the caller to delete
-// from the store, or to give back with unpurge when that fails, and n, how
-// many of them q held (a scheduled ref of an older generation, left over
-// from a deletion, is returned without counting).
-func (q *queue) purge() (refs []*ref, paged []pagedRef, n int) {
-	b := q.b
-	var cands []*ref
-	b.sched.mu.Lock()
-	b.sched.heap.filter(func(e schedEntry) bool {
-		if e.r.q != q {
-			return true
+// info adds what q holds and counts to into: the part of a
+// DestinationInfo one queue contributes.
+func (q *queue) info(into *DestinationInfo) {
+	q.mu.Lock()
+	into.Messages += q.count
+	into.Ready += q.nready
+	into.InFlight += q.inflight
+	into.Scheduled += q.scheduled
+	into.Bytes += q.bytes
+	into.Consumers += len(q.consumers)
+	into.Enqueued += q.stats.Enqueued
+	into.Dequeued += q.stats.Dequeued
+	into.Expired += q.stats.Expired
+	into.Redelivered += q.stats.Redelivered
+	into.Delivered += q.delivered.Load()
+	into.Undelivered += q.stats.Undelivered
+	for p := range q.ready {
+		if l := &q.ready[p]; l.len() > 0 {
+			if ts := l.at(0).msg.Timestamp; ts > 0 && (into.OldestTimestamp == 0 || ts < into.OldestTimestamp) {
+				into.OldestTimestamp = ts
+			}
 		}
-		cands = append(cands, e.r)
-		return false
-	})
-	b.sched.mu.Unlock()
-	b.pager.mu.Lock()
-	b.pager.heap.filter(func(e pagedRef) bool {
-		if e.q != q {
-			return true
-		}
-		paged = append(paged, e)
-		return false
-	})
-	b.pager.mu.Unlock()
+	}
+	q.mu.Unlock()
+}
 
+// inFlight returns how many of q's messages are in flight.
+func (q *queue) inFlight() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for p := range q.ready {
+	return q.inflight
+}
+
+// consumerList returns q's consumers.
+func (q *queue) consumerList() []*Consumer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.consumers)
+}
+
+// consumerCount returns how many consumers q has.
+func (q *queue) consumerCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.consumers)
+}
+
+// waiting is a ref seen waiting, with what browsing reports of it.
+type waiting struct {
+	r         *ref
+	scheduled bool
+	deliverAt int64
+	count     int32
+}
+
+// scheduledRefs returns the refs of q waiting in the scheduler, loading
+// its paged-out ones first (candidates: their state is checked under
+// q.mu). Call without q.mu.
+func (q *queue) scheduledRefs() []*ref {
+	q.mu.Lock()
+	n := q.scheduled
+	q.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if q.b.pager.after > 0 {
+		q.b.pager.materialize(q)
+	}
+	return q.b.sched.refsOf(q)
+}
+
+// waiting returns q's waiting refs that match, in delivery order: the
+// ready ones by priority then arrival, then the scheduled ones by time then
+// arrival. Expired ready refs are left out. It changes nothing.
+func (q *queue) waiting(match func(*ref) bool) []waiting {
+	cands := q.scheduledRefs()
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waitingLocked(now, cands, match)
+}
+
+// waitingLocked is waiting once the scheduled candidates are gathered.
+// With a nil match it returns every waiting ref, expired ready ones too.
+func (q *queue) waitingLocked(now int64, cands []*ref, match func(*ref) bool) []waiting {
+	var out []waiting
+	for p := 9; p >= 0; p-- {
 		l := &q.ready[p]
 		for i := 0; i < l.len(); i++ {
 			r := l.at(i)
-			r.state = refGone
-			q.count--
-			q.bytes -= int64(r.size)
-			refs = append(refs, r)
+			if match == nil {
+				out = append(out, waiting{r: r, count: r.count})
+				continue
+			}
+			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
+				continue
+			}
+			if match(r) {
+				out = append(out, waiting{r: r, count: r.count})
+			}
 		}
-		clear(l.items)
-		l.items, l.head = l.items[:0], 0
 	}
-	n = len(refs)
-	q.nready = 0
-	// A ref the scheduler held may have left already (an administrator
-	// moved or deleted it) or be there twice (given back after a failed
-	// move); only those still scheduled go.
+	first := len(out)
 	seen := make(map[*ref]struct{}, len(cands))
 	for _, r := range cands {
-		if r.state != refScheduled {
+		if r.state != refScheduled || r.gen != q.gen {
 			continue
 		}
 		if _, dup := seen[r]; dup {
 			continue
 		}
 		seen[r] = struct{}{}
+		if match == nil || match(r) {
+			out = append(out, waiting{r: r, scheduled: true, deliverAt: r.deliverAt, count: r.count})
+		}
+	}
+	slices.SortFunc(out[first:], func(a, b waiting) int {
+		return cmp.Or(cmp.Compare(a.deliverAt, b.deliverAt), cmp.Compare(a.r.seq, b.r.seq))
+	})
+	return out
+}
+
+// taken is what queue.take removed from a queue: its caller owns it, and
+// either removes it from the store or gives it back with queue.restore.
+type taken struct {
+	// refs are the refs taken, in delivery order, marked gone; recs their
+	// store identities when taken (storeOpsForUndoableRemove drops them).
+	refs []*ref
+	recs []*stored
+	// paged are the paged-out entries taken as they are, without loading
+	// them (only when everything was taken).
+	paged []pagedRef
+	// undeliverable is why those of refs that waited for a move to the
+	// error destination waited (only when everything was taken: their
+	// scheduler entries went with them).
+	undeliverable map[*ref]undeliverable
+}
+
+// len returns how many messages t holds.
+func (t taken) len() int { return len(t.refs) + len(t.paged) }
+
+// split cuts t after its first n refs; the first part keeps the paged
+// entries (and both the reasons of waiting refs, which restore looks up).
+func (t taken) split(n int) (first, rest taken) {
+	first, rest = t, t
+	first.refs, first.recs = t.refs[:n], t.recs[:n]
+	rest.refs, rest.recs, rest.paged = t.refs[n:], t.recs[n:], nil
+	return first, rest
+}
+
+// removeOps appends the store writes that delete what t holds: undoable
+// (see storeOpsForUndoableRemove), so that restore can give it back when
+// they fail.
+func (t taken) removeOps(q *queue, ops []store.Op) []store.Op {
+	ops = q.b.storeOpsForUndoableRemove(t.refs, ops)
+	return q.pagedRemoveOps(t.paged, ops)
+}
+
+// take removes q's waiting messages (ready, or scheduled in memory or
+// paged out to the store) that match from its lists and accounting, in
+// delivery order, marking them gone; messages in flight, or held while
+// their redelivery is recorded, stay. With a nil match it takes every
+// waiting message, expired ones included, and takes paged-out ones without
+// loading them and scheduled ones out of the scheduler; with a match it
+// loads the paged-out ones to match them, and the scheduler skips the refs
+// taken when their time comes. The room they took under the quota is free
+// at once. This is the one remove-with-undo path of a queue: the caller
+// removes what it took from the store, or gives it back with restore.
+func (q *queue) take(match func(*ref) bool) taken {
+	var t taken
+	var cands []*ref
+	if match == nil {
+		cands = q.b.sched.removeOf(q)
+		t.paged = q.b.pager.removeOf(q)
+	} else {
+		cands = q.scheduledRefs()
+	}
+	now := q.b.nowMillis()
+	var stale []*ref
+	q.mu.Lock()
+	ws := q.waitingLocked(now, cands, match)
+	taken := make(map[*ref]struct{}, len(ws))
+	t.refs = make([]*ref, len(ws))
+	for i, w := range ws {
+		t.refs[i] = w.r
+		taken[w.r] = struct{}{}
+		if w.scheduled {
+			q.scheduled-- // the scheduler skips it when it fires: it is no longer refScheduled
+		}
+	}
+	for p := range q.ready {
+		l := &q.ready[p]
+		kept := l.items[:l.head]
+		for _, r := range l.items[l.head:] {
+			if _, ok := taken[r]; ok {
+				q.nready--
+				continue
+			}
+			kept = append(kept, r)
+		}
+		clear(l.items[len(kept):])
+		l.items = kept
+		if l.head == len(l.items) {
+			l.items, l.head = l.items[:0], 0
+		}
+	}
+	for _, r := range t.refs {
 		r.state = refGone
-		refs = append(refs, r)
-		if len(q.undeliverable) > 0 {
-			delete(q.undeliverable, r)
-		}
-		if r.gen != q.gen {
-			continue
-		}
-		n++
-		q.scheduled--
 		q.count--
-		q.bytes -= int64(r.size)
+		q.bytes -= int64(r.size) // what it added, whatever its message's size now
 	}
-	for _, e := range paged {
-		if e.gen != q.gen {
-			continue
+	if match == nil {
+		for _, r := range t.refs {
+			if u, ok := q.undeliverable[r]; ok {
+				if t.undeliverable == nil {
+					t.undeliverable = map[*ref]undeliverable{}
+				}
+				t.undeliverable[r] = u
+				delete(q.undeliverable, r)
+			}
 		}
-		n++
-		q.scheduled--
-		q.count--
-		q.bytes -= int64(e.size)
+		// Scheduled refs left from an older generation lost their
+		// scheduler entries: drop them now rather than when they wake.
+		for _, r := range cands {
+			if r.state == refScheduled && r.gen != q.gen {
+				r.state = refGone
+				stale = append(stale, r)
+			}
+		}
+		kept := t.paged[:0]
+		for _, e := range t.paged {
+			if e.gen != q.gen {
+				continue // its queue was deleted: the deletion removed it from the store
+			}
+			kept = append(kept, e)
+			q.scheduled--
+			q.count--
+			q.bytes -= int64(e.size)
+		}
+		t.paged = kept
 	}
-	q.quotaCond.Broadcast()
-	return refs, paged, n
+	q.quota.freed()
+	q.mu.Unlock()
+	if len(stale) > 0 {
+		q.b.dropRefs(stale)
+	}
+	if t.len() > 0 {
+		q.roomFreed()
+	}
+	t.recs = recsOf(t.refs)
+	return t
 }
 
 // pagedRemoveOps appends the writes that delete paged entries of q, and
@@ -780,18 +1091,40 @@ func (q *queue) pagedRemoveOps(paged []pagedRef, ops []store.Op) []store.Op {
 	return ops
 }
 
-// unpurge gives back what purge took when its store write failed: refs
-// (whose store identities were recs before storeOpsForRemove dropped them)
-// ready or scheduled again, paged entries to the pager.
-func (q *queue) unpurge(refs []*ref, recs []*stored, paged []pagedRef) {
-	q.b.restore(q, refs, recs)
-	for _, e := range paged {
-		if e.rec != nil {
-			e.rec.refs.Add(1)
+// restore gives back to q what take took, once t's removeOps failed (or
+// were never built), in their places: ready refs by arrival, scheduled
+// ones at their time, paged entries to the pager. Paged entries must have
+// had their removeOps built: restore gives back the store references those
+// took.
+func (q *queue) restore(t taken) {
+	for i, r := range t.refs {
+		if rec := t.recs[i]; rec != nil && r.rec == nil {
+			rec.refs.Add(1)
+			r.rec = rec
 		}
 	}
-	if len(paged) > 0 {
-		q.addPaged(paged)
+	if len(t.refs) > 0 {
+		if len(t.undeliverable) > 0 {
+			q.mu.Lock()
+			if !q.deleted {
+				if q.undeliverable == nil {
+					q.undeliverable = map[*ref]undeliverable{}
+				}
+				for r, u := range t.undeliverable {
+					q.undeliverable[r] = u
+				}
+			}
+			q.mu.Unlock()
+		}
+		q.addAgain(t.refs)
+	}
+	if len(t.paged) > 0 {
+		for _, e := range t.paged {
+			if e.rec != nil {
+				e.rec.refs.Add(1)
+			}
+		}
+		q.addPaged(t.paged)
 	}
 }
 
@@ -819,7 +1152,7 @@ func (q *queue) drainAll(markDeleted bool) []*ref {
 	for _, r := range out {
 		q.bytes -= int64(r.size)
 	}
-	q.quotaCond.Broadcast()
+	q.quota.freed()
 	q.mu.Unlock()
 	return out
 }

@@ -102,3 +102,35 @@ func (s *scheduler) run(ctx context.Context) {
 		}
 	}
 }
+
+// refsOf returns the refs of q that have entries in the heap, leaving them
+// there. They are candidates: a ref may have left q already (its entry is
+// skipped when it fires) or appear twice (given back after a failed
+// administrator's move); q checks their state under its own lock.
+func (s *scheduler) refsOf(q *queue) []*ref {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*ref
+	for _, e := range s.heap.items {
+		if e.r.q == q {
+			out = append(out, e.r)
+		}
+	}
+	return out
+}
+
+// removeOf removes every entry of q from the heap and returns their refs,
+// candidates as refsOf's are.
+func (s *scheduler) removeOf(q *queue) []*ref {
+	var out []*ref
+	s.mu.Lock()
+	s.heap.filter(func(e schedEntry) bool {
+		if e.r.q != q {
+			return true
+		}
+		out = append(out, e.r)
+		return false
+	})
+	s.mu.Unlock()
+	return out
+}

@@ -57,6 +57,9 @@ type Session struct {
 	id   uint64
 	mode AckMode
 
+	// mu guards the session's pending deliveries, consumers, browsers and
+	// transaction. Lock order (see queue.go for the whole): mu may be
+	// taken under its Connection.mu; nothing is locked under it.
 	mu        sync.Mutex
 	pending   []delivery // delivered, unsettled, in tag order
 	nextTag   uint64

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/engine/store"
@@ -30,111 +28,36 @@ type topic struct {
 
 	// quotaMu serializes the quota checks of sends to the topic, so that
 	// two cannot take the same room; lock order: quotaMu, then mu, then a
-	// subscription's queue.mu.
-	quotaMu  sync.Mutex
-	roomCond *sync.Cond   // on quotaMu: room was freed, or the topic deleted
-	waiters  atomic.Int32 // sends waiting on roomCond
-	deleted  bool         // guarded by quotaMu
+	// subscription's queue.mu (then quota.mu, a leaf).
+	quotaMu sync.Mutex
+	deleted bool  // guarded by quotaMu
+	quota   quota // sends waiting for room; freed by the subscriptions' queues (queue.roomFreed)
 }
 
 func newTopic(d *destination) *topic {
-	t := &topic{d: d, plain: map[*subscription]struct{}{}, index: map[string]map[*subscription]struct{}{}}
-	t.roomCond = sync.NewCond(&t.quotaMu)
-	return t
-}
-
-// topicQuotaRecheck bounds how long a send waiting for room on a topic
-// goes without looking again: a subscription's messages can leave without
-// telling the topic (an administrator deleting or moving them).
-const topicQuotaRecheck = 50 * time.Millisecond
-
-// reserve checks the topic's quota for m, which refs (one per subscription
-// that takes it) are about to add, and reserves the room in their queues
-// (see queue.reserve), or fails with a resource-allocation error once
-// pol.BlockingSendTimeout has passed without room. What the quota bounds is
-// what the subscriptions hold together, each copy of a message counting
-// once: a message two subscriptions take needs room for two. A message no
-// subscription takes needs none.
-func (t *topic) reserve(m *message.Message, refs []*ref, pol Policy) error {
-	if (pol.MaxMessages <= 0 && pol.MaxBytes <= 0) || len(refs) == 0 {
-		return nil
-	}
-	n := int64(len(refs))
-	size := int64(m.Size())
-	var count, bytes int64
-	full := func() bool {
-		count, bytes = t.held()
-		return (pol.MaxMessages > 0 && count+n > pol.MaxMessages) ||
-			(pol.MaxBytes > 0 && bytes+n*size > pol.MaxBytes)
-	}
-	t.quotaMu.Lock()
-	defer t.quotaMu.Unlock()
-	if full() {
-		if pol.BlockingSendTimeout <= 0 {
-			return errorf(CodeResourceAllocation, "topic %s is full: its subscriptions hold %d messages, %d bytes and %d more copies (%d bytes) would exceed the quota of %d messages, %d bytes",
-				t.d.dest, count, bytes, n, n*size, pol.MaxMessages, pol.MaxBytes)
-		}
-		deadline := time.Now().Add(pol.BlockingSendTimeout)
-		t.waiters.Add(1)
-		defer t.waiters.Add(-1)
-		for full() && !t.deleted {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return errorf(CodeResourceAllocation, "topic %s is full (quota %d messages, %d bytes; its subscriptions hold %d, %d bytes); waited %s",
-					t.d.dest, pol.MaxMessages, pol.MaxBytes, count, bytes, pol.BlockingSendTimeout)
-			}
-			timer := time.AfterFunc(min(left, topicQuotaRecheck), t.wakeWaiters)
-			t.roomCond.Wait()
-			timer.Stop()
-		}
-		if t.deleted {
-			return errorf(CodeResourceAllocation, "destination %s was deleted while the send waited for quota", t.d.dest)
-		}
-	}
-	for _, r := range refs {
-		q := r.q
-		q.mu.Lock()
-		q.reserveLocked(m, size)
-		q.mu.Unlock()
-	}
-	return nil
+	return &topic{d: d, plain: map[*subscription]struct{}{}, index: map[string]map[*subscription]struct{}{}}
 }
 
 // held returns what the topic's subscriptions hold, and have reserved for
 // sends in progress, together.
 func (t *topic) held() (count, bytes int64) {
 	for _, s := range t.all() {
-		q := s.q
-		q.mu.Lock()
-		if !q.deleted {
-			count += q.count + q.resN
-			bytes += q.bytes + q.resBytes
-		}
-		q.mu.Unlock()
+		n, b := s.q.held()
+		count += n
+		bytes += b
 	}
 	return count, bytes
 }
 
-// roomFreed tells sends waiting for room on the topic to look again. Call
-// it without holding a queue's mu.
-func (t *topic) roomFreed() {
-	if t.waiters.Load() > 0 {
-		t.wakeWaiters()
-	}
-}
-
-func (t *topic) wakeWaiters() {
-	t.quotaMu.Lock()
-	t.roomCond.Broadcast()
-	t.quotaMu.Unlock()
-}
+// roomFreed tells sends waiting for room on the topic to look again.
+func (t *topic) roomFreed() { t.quota.freed() }
 
 // markDeleted fails the sends waiting for room on a deleted topic.
 func (t *topic) markDeleted() {
 	t.quotaMu.Lock()
 	t.deleted = true
-	t.roomCond.Broadcast()
 	t.quotaMu.Unlock()
+	t.quota.freed()
 }
 
 // subscription is one topic subscription: a queue fed by the topic.
@@ -432,10 +355,7 @@ func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string)
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has an active subscriber", name)
 	}
-	s.q.mu.Lock()
-	inflight := s.q.inflight
-	s.q.mu.Unlock()
-	if inflight > 0 {
+	if s.q.inFlight() > 0 {
 		b.mu.Unlock()
 		return errorf(CodeIllegalState, "durable subscription %q has unacknowledged or transacted messages", name)
 	}
