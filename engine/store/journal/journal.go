@@ -128,14 +128,18 @@ type Store struct {
 }
 
 type request struct {
+	// ops are the caller's; dropped once the request is answered, since
+	// a Pending, and so the request, may live as long as its message.
 	ops   []store.Op
 	done  chan error
 	until time.Time  // lingering: the commit may wait for company until then
 	sub   *submitted // for Submit: told instead of done
 }
 
-// finish answers the request.
+// finish answers the request and drops its ops. It runs on the committer,
+// which owns the request once it has taken it from the queue.
 func (r *request) finish(err error) {
+	r.ops = nil
 	if r.sub != nil {
 		r.sub.err = err
 		close(r.sub.fin)
@@ -164,6 +168,7 @@ func (p *submitted) Withdraw() bool {
 	for i, r := range s.queue {
 		if r == p.r {
 			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			r.ops = nil
 			p.err = store.ErrWithdrawn
 			close(p.fin)
 			return true
