@@ -1,0 +1,17 @@
+package journal
+
+// Range waits until the records confirmed so far have reached the inner
+// store, then reads it; see store.Store. Unlike Get it does not hurry the
+// applier: the engine reads ranges ahead of need (paging), so waiting for
+// the next regular application (ApplyInterval) costs nobody, while an
+// application forced per read would add syncs of the inner store under
+// load.
+func (s *Store) Range(bucket string, from []byte, limit int, fn func(key, value []byte) error) error {
+	s.mu.Lock()
+	target := s.confirmed
+	for s.appliedRecs < target && s.failed == nil && !s.applierGone {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+	return s.inner.Range(bucket, from, limit, fn)
+}
