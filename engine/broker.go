@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,18 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if b.cfg.ExpiryScanInterval <= 0 {
 		b.cfg.ExpiryScanInterval = time.Second
+	}
+	switch {
+	case b.cfg.WindowMessages == 0:
+		b.cfg.WindowMessages = DefaultWindowMessages
+	case b.cfg.WindowMessages < 0:
+		b.cfg.WindowMessages = math.MaxInt
+	}
+	switch {
+	case b.cfg.WindowBytes == 0:
+		b.cfg.WindowBytes = DefaultWindowBytes
+	case b.cfg.WindowBytes < 0:
+		b.cfg.WindowBytes = math.MaxInt64
 	}
 	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	b.sched = newScheduler(b.nowMillis)
@@ -873,7 +886,8 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	}
 	var ops []store.Op
 	for _, q := range qs {
-		refs := q.drainAll(true)
+		refs, paged := q.drainAll(true)
+		b.deletePagedMessages(ctx, q.bucket, paged)
 		ops = b.storeOpsForRemove(refs, ops)
 		for _, c := range q.consumerList() {
 			_ = c.close(reason)
@@ -920,5 +934,13 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 		q.restore(t)
 		return 0, fmt.Errorf("purge %s: %w", dest, err)
 	}
-	return t.len(), nil
+	// Messages kept only in the store go a batch at a time: a failure
+	// leaves the batches not yet removed.
+	n, err := q.takePaged(nil, func(refs []*ref) error {
+		return b.update(ctx, b.storeOpsForRemove(refs, nil))
+	})
+	if err != nil {
+		return t.len() + n, fmt.Errorf("purge %s: %w", dest, err)
+	}
+	return t.len() + n, nil
 }

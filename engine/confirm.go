@@ -165,11 +165,14 @@ func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destina
 	if d.q != nil && d.q.bucket != "" && m.DeliveryMode == message.Persistent && deliverAt(m) == 0 {
 		if sub, ok := b.store.(store.Submitter); ok {
 			r := b.queueRef(d.q, m)
-			if !b.cfg.ConsumeBeforeStore {
+			backlog, waiting := r.q.sendState()
+			if !b.cfg.ConsumeBeforeStore || backlog {
+				// Behind a backlog a message is not consumed before its
+				// write: store it first, so that it can be paged.
 				return s.writes.submit(b, sub, r), nil
 			}
 			linger := time.Duration(0)
-			if r.q.hasEligibleConsumer() {
+			if waiting {
 				linger = earlyLinger
 			}
 			return b.submitEarly(r, linger), nil
