@@ -270,7 +270,7 @@ type pageJob struct {
 func (q *queue) nextJobLocked() (pageJob, bool) {
 	if p := q.needLoadLocked(); p >= 0 {
 		msgs, _ := q.window()
-		want := max(msgs-q.nready, pageLoadMin)
+		want := max(msgs-q.nready, min(pageLoadMin, msgs))
 		return pageJob{lane: p, from: q.pg.lanes[p].from, want: want, epoch: q.pg.epoch}, true
 	}
 	for c := range q.pg.searches {
@@ -361,7 +361,7 @@ func (q *queue) readPaged(job pageJob) (recs []refRecord, msgs []*message.Messag
 		}
 		return nil
 	})
-	if err != nil && err != errRangeDone {
+	if err != nil && !errors.Is(err, errRangeDone) {
 		return nil, nil, 0, fmt.Errorf("read ref records of %s: %w", q.dest, err)
 	}
 	if full || n == pageScanRecords {
@@ -448,20 +448,23 @@ func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.M
 	if job.search != nil {
 		c := job.search
 		wanted := c.credit
+		seen := end
+		if end == 0 {
+			seen = l.tail + 1
+		}
 		for i, rr := range recs {
 			if !l.isPaged(rr.seq) {
 				continue
 			}
-			if wanted > 0 {
-				take(rr, msgs[i])
-				wanted--
+			if wanted == 0 {
+				// More matches than credit: the next search starts here.
+				seen = rr.seq
+				break
 			}
+			take(rr, msgs[i])
+			wanted--
 		}
-		if end == 0 {
-			c.pageSeen[job.lane] = l.tail + 1
-		} else {
-			c.pageSeen[job.lane] = end
-		}
+		c.pageSeen[job.lane] = seen
 		return expired
 	}
 	// A load: everything of the lane up to end (or the bucket's end) is

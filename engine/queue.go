@@ -343,11 +343,13 @@ func (q *queue) kick() {
 // for the caller to handle after unlocking.
 func (q *queue) dispatchLocked() (expired []*ref) {
 	n := len(q.consumers)
-	if n == 0 || q.nready == 0 {
+	if n == 0 || (q.nready == 0 && q.pg.n == 0) {
 		return nil
 	}
 	var now int64 // read from the clock only when a message can expire
-	for q.nready > 0 {
+	// With nothing ready in memory but messages paged, one round finds
+	// no message and asks the page worker for them (takeFor).
+	for q.nready > 0 || q.pg.n > 0 {
 		progress := false
 		for i := 0; i < n; i++ {
 			c := q.consumers[(q.rr+i)%n]
