@@ -918,7 +918,9 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 // (whether kept in memory or paged out to the store), and returns how many
 // it removed; messages in flight stay. The messages leave the queue's
 // count and size, and so its quota, at once, and the store in the same
-// update. When the store refuses the update nothing is purged.
+// update; when the store refuses it nothing is purged. Messages kept only
+// in the store (paging) then go a batch of AdminBatch at a time: a refused
+// batch, and those after it, stay, and the count says how many went.
 func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, error) {
 	b.mu.RLock()
 	d := b.dests[dest]

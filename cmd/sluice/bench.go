@@ -93,6 +93,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Destination, "destination", "", "use this destination name as it is (a reused queue's leftovers are counted as foreign)")
 	f.DurationVar(&b.o.DrainTimeout, "drain-timeout", 10*time.Second, "after sending, give up once no message arrived for this long")
 	f.IntVar(&b.o.BrokerPID, "broker-pid", 0, "measure this process's CPU time (/proc/PID/stat) over the run, and with --scenario backlog its RSS (/proc/PID/status)")
+	f.StringVar(&b.o.AfterFill, "after-fill", "", "with --scenario backlog: a shell command run between the fill and the drain, with SLUICE_BENCH_QUEUE and SLUICE_BENCH_BROKER_PID set (e.g. one that restarts the broker and waits until it is ready); a number on its last line of output is the broker's PID from then on")
 	f.StringVar(&b.o.Label, "label", "", "name of the broker in the report and in summaries (default: protocol and address)")
 	f.BoolVar(&b.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&b.data, "data", "", "in-process Sluice: data directory (default: a temporary one, removed afterwards)")

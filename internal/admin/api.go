@@ -278,6 +278,7 @@ type overviewResponse struct {
 	Messages             int64   `json:"messages"`
 	InFlight             int     `json:"inFlight"`
 	Scheduled            int     `json:"scheduled"`
+	Paged                int64   `json:"paged"`
 	Bytes                int64   `json:"bytes"`
 	Consumers            int     `json:"consumers"`
 	Connections          int     `json:"connections"`
@@ -304,6 +305,7 @@ func (s *Server) overview(w http.ResponseWriter, _ *http.Request) {
 		o.Messages += d.Messages
 		o.InFlight += d.InFlight
 		o.Scheduled += d.Scheduled
+		o.Paged += d.Paged
 		o.Bytes += d.Bytes
 		o.Consumers += d.Consumers
 		o.Enqueued += d.Enqueued
@@ -332,6 +334,8 @@ type destinationJSON struct {
 	Ready           int    `json:"ready"`
 	InFlight        int    `json:"inFlight"`
 	Scheduled       int    `json:"scheduled"`
+	Paged           int64  `json:"paged"`
+	PagedBytes      int64  `json:"pagedBytes"`
 	Bytes           int64  `json:"bytes"`
 	Consumers       int    `json:"consumers"`
 	Subscriptions   int    `json:"subscriptions"`
@@ -349,7 +353,7 @@ type destinationJSON struct {
 func toDestinationJSON(d engine.DestinationInfo) destinationJSON {
 	return destinationJSON{Kind: d.Kind.String(), Name: d.Name, Destination: d.Destination().String(),
 		Temporary: d.Kind.IsTemporary(), Messages: d.Messages, Ready: d.Ready, InFlight: d.InFlight,
-		Scheduled: d.Scheduled, Bytes: d.Bytes, Consumers: d.Consumers, Subscriptions: d.Subscriptions,
+		Scheduled: d.Scheduled, Paged: d.Paged, PagedBytes: d.PagedBytes, Bytes: d.Bytes, Consumers: d.Consumers, Subscriptions: d.Subscriptions,
 		Enqueued: d.Enqueued, Dequeued: d.Dequeued, Expired: d.Expired, Redelivered: d.Redelivered,
 		Undelivered: d.Undelivered, Delivered: d.Delivered, Created: d.Created.UTC().Format(time.RFC3339Nano),
 		OldestTimestamp: d.OldestTimestamp, Owner: d.Owner}

@@ -151,6 +151,8 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		AutoCreate:         cfg.AutoCreate,
 		ConsumeBeforeStore: cfg.ConsumeBeforeStore,
 		ExpiryScanInterval: time.Duration(cfg.ExpiryScanInterval),
+		WindowMessages:     cfg.WindowMessages,
+		WindowBytes:        cfg.WindowBytes,
 		ProviderVersion:    Version,
 	})
 	if err != nil {

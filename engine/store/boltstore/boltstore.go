@@ -110,6 +110,10 @@ type Options struct {
 	// InitialMmapSize is passed to bbolt: a map this large from the start
 	// means commits that grow the file do not wait for readers to remap.
 	InitialMmapSize int
+	// TrimInterval is how often the pages that reads mapped into the
+	// process are dropped from its resident set (they stay in the page
+	// cache); DefaultTrimInterval if zero, never if negative.
+	TrimInterval time.Duration
 	// Logger receives commit failures and open/close events (slog.Default()
 	// if nil).
 	Logger *slog.Logger
@@ -146,6 +150,9 @@ type Store struct {
 
 	wake    chan struct{} // cap 1: work queued or store closing
 	stopped chan struct{} // closed when the committer returns
+	// trimStop stops trimLoop, which closes trimmed when it returns.
+	trimStop chan struct{}
+	trimmed  chan struct{}
 
 	// Owned by the committer goroutine.
 	batch   []*request
@@ -207,8 +214,19 @@ func Open(path string, opts Options) (*Store, error) {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		buckets: make(map[string]*bolt.Bucket),
+
+		trimStop: make(chan struct{}),
+		trimmed:  make(chan struct{}),
 	}
 	go s.run()
+	switch interval := opts.TrimInterval; {
+	case interval == 0:
+		go s.trimLoop(DefaultTrimInterval)
+	case interval > 0:
+		go s.trimLoop(interval)
+	default:
+		close(s.trimmed)
+	}
 	s.log.Debug("store opened")
 	return s, nil
 }
@@ -476,6 +494,8 @@ func (s *Store) Close() error {
 	default:
 	}
 	<-s.stopped
+	close(s.trimStop)
+	<-s.trimmed
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
