@@ -45,24 +45,24 @@ type queue struct {
 	sub    *subscription       // non-nil when this queue is a topic subscription
 	bucket string              // store bucket of its refs; "" when nothing is stored
 
-	mu        sync.Mutex // see the lock order at the top of this file
-	quota     quota      // sends waiting for room: freed when messages or reservations leave
-	ready     [10]refList
-	nready    int
+	mu     sync.Mutex // see the lock order at the top of this file
+	quota  quota      // sends waiting for room: freed when messages or reservations leave
+	ready  [10]refList
+	nready int
 	// readyBytes is the size of the ready refs in memory, and pg the
 	// messages paged out of memory (page.go).
 	readyBytes int64
 	pg         pages
-	consumers []*Consumer
-	rr        int
-	inflight  int
-	scheduled int
-	count     int64  // refs held in any state but gone
-	gen       uint32 // bumped by a deletion: scheduled refs of older generations are dropped when they wake
-	bytes     int64
-	deleted   bool
-	stats     queueStats
-	delivered atomic.Uint64 // deliveries to consumers; bumped without mu
+	consumers  []*Consumer
+	rr         int
+	inflight   int
+	scheduled  int
+	count      int64  // refs held in any state but gone
+	gen        uint32 // bumped by a deletion: scheduled refs of older generations are dropped when they wake
+	bytes      int64
+	deleted    bool
+	stats      queueStats
+	delivered  atomic.Uint64 // deliveries to consumers; bumped without mu
 
 	// Room reserved under the quota by sends in progress, by message
 	// (reserve): a send takes its room when it checks the quota, so that
