@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -383,4 +384,66 @@ func TestPagedExpiredNotDelivered(t *testing.T) {
 		t.Fatalf("got %v, want the 50 that never expire", got)
 	}
 	eventually(t, "expired ones counted", func() bool { in := destInfo(t, h, q); return in.Expired == 50 && in.Messages == 0 })
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// A backlog many times the window costs memory for the window only: before
+// and after a restart.
+func TestPagedBacklogMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 40 MiB")
+	}
+	cfg := pagedConfig(256)
+	h := newPersistent(t, "", cfg)
+	q := message.Destination{Kind: message.Queue, Name: "mem"}
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	p, err := s.CreateProducer(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 40000, 1024
+	body := make([]byte, size)
+	base := liveHeap()
+	for i := range n {
+		m := &message.Message{Body: message.Body{Kind: message.BodyBytes, Data: body}}
+		m.Props.SetUnchecked("i", message.IntValue(int32(i)))
+		if err := p.Send(context.Background(), m, engine.SendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body = nil
+	check := func(when string) {
+		t.Helper()
+		in := destInfo(t, h, q)
+		if in.Messages != n {
+			t.Fatalf("%s: depth %d, want %d", when, in.Messages, n)
+		}
+		// The bodies alone are 40 MiB; the window holds 256 of them.
+		grown := int64(liveHeap()) - int64(base)
+		t.Logf("%s: heap grew by %.1f MiB with %d of %d messages paged", when, float64(grown)/(1<<20), in.Paged, n)
+		if grown > 12<<20 {
+			t.Fatalf("%s: the heap grew by %.1f MiB for a backlog of %d × %d B with a window of 256", when, float64(grown)/(1<<20), n, size)
+		}
+	}
+	check("after the fill")
+	_ = c.Close()
+	h.restart()
+	check("after a restart")
+	c2 := h.conn(engine.ConnectionOptions{})
+	cons := consumer(t, h.session(c2, engine.AutoAcknowledge), q, engine.ConsumerOptions{Prefetch: 100})
+	_ = c2.Start()
+	for i := range n {
+		d := recv(t, cons)
+		if v, _ := d.Msg.Props.Get("i"); v.N != int64(i) {
+			t.Fatalf("message %d came as %d-th", v.N, i)
+		}
+	}
 }
