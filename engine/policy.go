@@ -132,6 +132,17 @@ type Config struct {
 	// subscriptions are discarded; one created after it makes New fail (the
 	// clock was set back, or another configuration is in use).
 	Destinations []ConfiguredDestination
+	// MemoryLimit is the broker-wide limit on message memory, in bytes:
+	// when the Go heap reaches it, the flow gate (Broker.Flow) holds
+	// producers until it falls below MemoryReleasePercent of it. Zero
+	// means no limit.
+	MemoryLimit int64
+	// MemoryUsage measures the memory the limit applies to; nil measures
+	// the Go heap's objects (runtime/metrics). Tests set it.
+	MemoryUsage func() int64
+	// MemoryCheckInterval is how often the memory is measured; zero means
+	// DefaultMemoryCheckInterval.
+	MemoryCheckInterval time.Duration
 }
 
 // ConfiguredDestination is a destination of the configuration with its
