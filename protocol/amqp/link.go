@@ -31,14 +31,14 @@ type link struct {
 	ownTemp   message.Destination // a dynamic node this link made
 
 	// Receiving (the client sends).
-	dest            message.Destination // zero: anonymous relay (properties.to)
-	coordinator     bool
-	in              inCredit // the client's credit (flow.go)
-	inDelivery      bool
-	partial         []byte
-	curID           uint32
-	curSettled      bool
-	curState        types.DeliveryState
+	dest        message.Destination // zero: anonymous relay (properties.to)
+	coordinator bool
+	in          inCredit // the client's credit (flow.go)
+	inDelivery  bool
+	partial     []byte
+	curID       uint32
+	curSettled  bool
+	curState    types.DeliveryState
 
 	// Sending (the server sends).
 	engConn    *engine.Connection
