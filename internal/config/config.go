@@ -71,6 +71,8 @@ type Config struct {
 	ConsumeBeforeStore bool `toml:"consume_before_store"`
 	// ExpiryScanInterval is how often expired messages are looked for.
 	ExpiryScanInterval Duration `toml:"expiry_scan_interval"`
+	// Limits are the memory budget and the disk watermark (limits.go).
+	Limits Limits `toml:"limits"`
 	// Destinations are per-destination policies, matched by name pattern;
 	// the first match wins.
 	Destinations []Destination `toml:"destination"`
@@ -240,6 +242,7 @@ func Default() Config {
 		AutoCreate:             true,
 		ConsumeBeforeStore:     true,
 		ExpiryScanInterval:     Duration(time.Second),
+		Limits:                 defaultLimits(),
 		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},
 		Security:               defaultSecurity(),
@@ -394,6 +397,7 @@ func (c *Config) Validate() error {
 	if c.ExpiryScanInterval < 0 {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
+	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Admin.validate()...)
 	errs = append(errs, c.validateSecurity()...)
 	_, problems = c.engineDestinations()
