@@ -440,7 +440,12 @@ func (c *conn) browse(id string, dest message.Destination, sel string) error {
 			}
 			f := c.messageFrame(sub, d)
 			f.Set(hBrowser, "true")
-			if !c.send(outItem{f: f}) {
+			it := outItem{f: f, size: frameSize(f)}
+			if !c.budget.Take(it.size, c.done) {
+				return
+			}
+			if !c.send(it) {
+				c.budget.Give(it.size)
 				return
 			}
 		}
