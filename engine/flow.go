@@ -13,7 +13,7 @@ import (
 // Flow control: a broker-wide gate that says when producers must be held.
 //
 // Two resources engage it: the broker's message memory, measured as the
-// process's Go heap (like RabbitMQ's vm_memory_high_watermark measures
+// process's live Go heap (as RabbitMQ's vm_memory_high_watermark measures
 // process memory), and the free space of the data directory, which the
 // composition root measures and reports through SetDiskAlarm. The engine
 // itself does not block sends: each protocol front-end holds its producers
@@ -118,15 +118,18 @@ func newFlow(cfg Config, log *slog.Logger, now func() time.Time) *Flow {
 	f.release = f.limit / 100 * MemoryReleasePercent
 	f.step = max(f.limit/64, 64<<10)
 	if f.measure == nil {
-		f.measure = heapObjects()
+		f.measure = liveHeap()
 	}
 	return f
 }
 
-// heapObjects returns a measure of the Go heap's objects, live and not yet
-// swept, in bytes. It is used from one goroutine (Flow.run).
-func heapObjects() func() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+// liveHeap returns a measure of the Go heap's live objects, in bytes, as
+// the last garbage collection marked them: what the broker holds, without
+// the garbage that a collection is about to free (a measure counting it
+// would engage and end at every collection near the limit). It is used
+// from one goroutine (Flow.run).
+func liveHeap() func() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	return func() int64 {
 		metrics.Read(s)
 		if s[0].Value.Kind() != metrics.KindUint64 {

@@ -21,8 +21,8 @@ func newFlowCollector(eng *engine.Broker) *flowCollector {
 	}
 	return &flowCollector{
 		eng:       eng,
-		memLimit:  d("sluice_memory_limit_bytes", "The broker's message memory limit ([limits] memory_limit); 0 when there is none."),
-		memUsed:   d("sluice_memory_used_bytes", "The message memory as last measured against the limit (the Go heap's objects); 0 when there is no limit."),
+		memLimit:  d("sluice_memory_limit_bytes", "The live heap at which producers are held (90% of [limits] memory_limit); 0 when there is no limit."),
+		memUsed:   d("sluice_memory_used_bytes", "The live heap as last measured against the limit (what the last garbage collection found in use); 0 when there is no limit."),
 		diskLimit: d("sluice_disk_free_limit_bytes", "The free space the data directory's file system must keep ([limits] disk_free_limit); 0 when it is not watched."),
 		blocked:   d("sluice_flow_blocked", "1 while the resource (memory, disk) holds producers, else 0.", "reason"),
 		engaged:   d("sluice_flow_blocked_total", "Times the resource (memory, disk) began to hold producers.", "reason"),

@@ -147,7 +147,7 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 	latency := admin.NewDeliveryLatency()
 	memLimit := memoryLimit(cfg, log)
 	eng, err := engine.New(ctx, engine.Config{
-		MemoryLimit:        memLimit,
+		MemoryLimit:        heldAt(memLimit),
 		ObserveDelivery:    latency.Observe,
 		ObserveDenied:      authMetrics.Denied,
 		StampUserID:        cfg.Security.SetUserID,

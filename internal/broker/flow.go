@@ -13,6 +13,16 @@ import (
 // looked at.
 const DiskPollInterval = time.Second
 
+// HeldPercent is the share of [limits] memory_limit the live heap may
+// reach before producers are held: the rest is room for the garbage the
+// collector has yet to free, so that it does not run without pause at the
+// limit. memory_limit itself is the Go runtime's soft memory limit.
+const HeldPercent = 90
+
+// heldAt is the live heap at which producers are held, for memory_limit
+// limit.
+func heldAt(limit int64) int64 { return limit / 100 * HeldPercent }
+
 // diskUsage returns the free space (for an unprivileged user) and the size
 // of the file system holding dir.
 type diskUsage func(dir string) (free, size int64, err error)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -46,7 +47,7 @@ func TestDiskWatermarkHoldsProducers(t *testing.T) {
 	}
 	body := metrics(t, b)
 	for _, want := range []string{
-		"sluice_memory_limit_bytes 2.68435456e+08",
+		fmt.Sprintf("sluice_memory_limit_bytes %g", float64(heldAt(256<<20))),
 		"sluice_disk_free_limit_bytes 1.073741824e+09",
 		`sluice_flow_blocked_total{reason="disk"} 1`,
 		`sluice_flow_blocked{reason="memory"} 0`,
