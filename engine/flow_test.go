@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -176,4 +177,34 @@ func TestFlowNoLimit(t *testing.T) {
 	if st := h.b.Flow().Stats(); st.MemoryLimit != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// A front-end that tells its clients when they are held, as AMQP 0-9-1's
+// connection.blocked and connection.unblocked do, waits on Changed and
+// reads Blocked after each change.
+func ExampleFlow_Changed() {
+	b, err := engine.New(context.Background(), engine.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	fl := b.Flow()
+	say := func() {
+		if blocked, why := fl.Blocked(); blocked {
+			fmt.Println("connection.blocked reason:", why)
+		} else {
+			fmt.Println("connection.unblocked")
+		}
+	}
+	changed := fl.Changed()
+	fl.SetDiskAlarm(true, 10<<20, 1<<30) // the composition root's disk watcher
+	<-changed
+	say()
+	changed = fl.Changed()
+	fl.SetDiskAlarm(false, 2<<30, 1<<30)
+	<-changed
+	say()
+	// Output:
+	// connection.blocked reason: disk
+	// connection.unblocked
 }

@@ -453,9 +453,10 @@ func (l *link) flow(f *types.Flow) error {
 
 // topUpLocked returns how much more credit the engine consumer must be
 // given so that what it may dispatch (granted, less what is already
-// handed to the writer) matches the client's link credit, but no more than
-// the server's LinkWindow outside a drain, and counts it as granted. It runs on both sides of the race between a client's flow
-// and the count of a delivery just written: a flow that comes before
+// handed to the writer) matches the client's link credit, but no more
+// than the server's LinkWindow outside a drain, and counts it as granted.
+// It runs on both sides of the race between a client's flow and the count
+// of a delivery just written: a flow that comes before
 // deliver has counted its transfer sees it still in flight, and the
 // delivery's count then grants what that flow could not.
 func (l *link) topUpLocked() int64 {
