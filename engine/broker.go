@@ -24,6 +24,7 @@ type Broker struct {
 	now   func() time.Time
 	sched *scheduler
 	pager *pager
+	flow  *Flow // the flow gate (flow.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,6 +113,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	b.sched = newScheduler(b.nowMillis)
 	b.pager = newPager(b, cfg.PageScheduledAfter, cfg.PageLookahead)
+	b.flow = newFlow(cfg, b.log, b.now)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.async.b = b
 	b.async.wake = make(chan struct{}, 1)
@@ -134,6 +136,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	go func() { defer b.wg.Done(); b.expiryLoop() }()
 	go func() { defer b.wg.Done(); b.async.run(b.ctx) }()
+	if b.flow.limit > 0 {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.flow.run(b.ctx, cfg.MemoryCheckInterval) }()
+	}
 	return b, nil
 }
 
@@ -517,6 +523,9 @@ func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *mess
 	}
 	if err := b.stamp(d, conn, m, def, o); err != nil {
 		return nil, err
+	}
+	if b.flow.limit > 0 {
+		b.flow.noteSent(m.Size())
 	}
 	if d.q != nil {
 		if pol := b.policyFor(d.dest); pol.MaxMessages > 0 || pol.MaxBytes > 0 {

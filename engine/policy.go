@@ -146,6 +146,20 @@ type Config struct {
 	// subscriptions are discarded; one created after it makes New fail (the
 	// clock was set back, or another configuration is in use).
 	Destinations []ConfiguredDestination
+	// MemoryLimit is the broker-wide limit on message memory, in bytes:
+	// when the live Go heap (MemoryUsage) reaches it, the flow gate
+	// (Broker.Flow) holds producers until it falls below
+	// MemoryReleasePercent of it. Zero means no limit. The garbage the
+	// heap holds besides is the Go runtime's to bound (its soft memory
+	// limit, which the composition root sets).
+	MemoryLimit int64
+	// MemoryUsage measures the memory the limit applies to; nil measures
+	// the Go heap's live objects as the last garbage collection found them
+	// (runtime/metrics /gc/heap/live:bytes). Tests set it.
+	MemoryUsage func() int64
+	// MemoryCheckInterval is how often the memory is measured; zero means
+	// DefaultMemoryCheckInterval.
+	MemoryCheckInterval time.Duration
 }
 
 // ConfiguredDestination is a destination of the configuration with its

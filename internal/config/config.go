@@ -78,6 +78,8 @@ type Config struct {
 	// 32 MiB); -1 keeps everything in memory.
 	WindowMessages int   `toml:"window_messages"`
 	WindowBytes    int64 `toml:"window_bytes"`
+	// Limits are the memory budget and the disk watermark (limits.go).
+	Limits Limits `toml:"limits"`
 	// Destinations are per-destination policies, matched by name pattern;
 	// the first match wins.
 	Destinations []Destination `toml:"destination"`
@@ -251,6 +253,7 @@ func Default() Config {
 		AutoCreate:             true,
 		ConsumeBeforeStore:     true,
 		ExpiryScanInterval:     Duration(time.Second),
+		Limits:                 defaultLimits(),
 		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},
 		Security:               defaultSecurity(),
@@ -408,6 +411,7 @@ func (c *Config) Validate() error {
 	if c.WindowMessages < -1 || c.WindowBytes < -1 {
 		errs = append(errs, fmt.Errorf("window_messages and window_bytes must be positive, 0 (the default) or -1 (no window)"))
 	}
+	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Admin.validate()...)
 	errs = append(errs, c.validateSecurity()...)
 	_, problems = c.engineDestinations()
