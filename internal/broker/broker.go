@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -167,6 +168,11 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		return nil, err
 	}
 	b.engine = eng
+	// Recovery read every index record (and a crash's journal replay wrote
+	// to the store): give back what only caches the disk, and the heap
+	// that reading left behind, before the broker takes load.
+	b.store.ReleaseMemory()
+	debug.FreeOSMemory()
 	b.restoreGC = setRuntimeLimit(memLimit)
 	log.Info("limits", slog.Int64("memory_limit", memLimit), slog.String("disk_free_limit", cfg.Limits.DiskFreeLimit))
 	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, AuthMetrics: authMetrics, Latency: latency, Logger: log.With(slog.String("component", "admin")),

@@ -27,11 +27,21 @@ func (s *Store) trimLoop(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		// A read transaction holds bbolt's remap lock: the mapping cannot
-		// move while it is dropped.
-		_ = s.db.View(func(tx *bolt.Tx) error {
-			dropMapped(s.db.Info().Data, tx.Size())
-			return nil
-		})
+		s.ReleaseMemory()
 	}
+}
+
+// ReleaseMemory drops the pages of the database file that reads have
+// mapped into the process now, as trimLoop does every TrimInterval; the
+// broker calls it after recovery, which reads every index record.
+func (s *Store) ReleaseMemory() {
+	if s.isClosed() {
+		return
+	}
+	// A read transaction holds bbolt's remap lock: the mapping cannot
+	// move while it is dropped.
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		dropMapped(s.db.Info().Data, tx.Size())
+		return nil
+	})
 }

@@ -15,3 +15,11 @@ func (s *Store) Range(bucket string, from []byte, limit int, fn func(key, value 
 	s.mu.Unlock()
 	return s.inner.Range(bucket, from, limit, fn)
 }
+
+// ReleaseMemory asks the inner store, if it can, to give back memory that
+// only caches what is on disk (see boltstore.Store.ReleaseMemory).
+func (s *Store) ReleaseMemory() {
+	if r, ok := s.inner.(interface{ ReleaseMemory() }); ok {
+		r.ReleaseMemory()
+	}
+}
