@@ -12,8 +12,8 @@ set -euo pipefail
 COUNT=${COUNT:-200000}
 SLUICE=${SLUICE:-bin/sluice}
 DATA=$(mktemp -d /tmp/sluice-backlog.XXXXXX)
-PORT=${PORT:-62713}
-ADMIN=${ADMIN:-62714}
+PORT=${PORT:-64713}
+ADMIN=${ADMIN:-64714}
 trap 'kill -9 $(cat "$DATA/pid" 2>/dev/null) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$DATA"' EXIT
 
 start() {
