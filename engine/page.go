@@ -51,7 +51,7 @@ import (
 // Defaults of a queue's in-memory window of ready messages.
 const (
 	DefaultWindowMessages = 16384
-	DefaultWindowBytes    = 32 << 20
+	DefaultWindowBytes    = 16 << 20
 )
 
 // Bounds of one read of paged records.

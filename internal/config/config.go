@@ -75,7 +75,7 @@ type Config struct {
 	// and durable subscription keeps in memory; past them persistent
 	// messages wait in the store only (paging). A [[destination]] section
 	// can set its own. 0 takes the engine's defaults (16384 messages,
-	// 32 MiB); -1 keeps everything in memory.
+	// 16 MiB); -1 keeps everything in memory.
 	WindowMessages int   `toml:"window_messages"`
 	WindowBytes    int64 `toml:"window_bytes"`
 	// Limits are the memory budget and the disk watermark (limits.go).

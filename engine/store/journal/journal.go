@@ -41,8 +41,12 @@ import (
 // Defaults for zero Options fields.
 const (
 	DefaultSegmentSize = 32 << 20
-	DefaultMaxPending  = 64 << 20
+	DefaultMaxPending  = 32 << 20
 	DefaultApplyBatch  = 16384
+	// DefaultApplyBatchBytes bounds the log bytes of one application: a
+	// transaction of the inner store holds what it writes in memory until
+	// it commits, so 16384 puts of 64 KiB messages would hold 1 GiB.
+	DefaultApplyBatchBytes = 8 << 20
 	// DefaultApplyInterval spaces the applier's commits to the inner store,
 	// so that its syncs do not compete with the log's for the disk.
 	DefaultApplyInterval = 50 * time.Millisecond
@@ -57,6 +61,9 @@ type Options struct {
 	MaxPending int64
 	// ApplyBatch bounds the ops applied to the inner store in one Update.
 	ApplyBatch int
+	// ApplyBatchBytes bounds the log bytes applied in one Update (one
+	// record, however large, is always applied whole).
+	ApplyBatchBytes int64
 	// ApplyInterval is the least time between two applications to the inner
 	// store while the log is not filling up; negative applies at once.
 	ApplyInterval time.Duration
@@ -242,6 +249,9 @@ func Open(ctx context.Context, dir string, inner store.Store, opts Options) (*St
 	}
 	if opts.ApplyBatch <= 0 {
 		opts.ApplyBatch = DefaultApplyBatch
+	}
+	if opts.ApplyBatchBytes <= 0 {
+		opts.ApplyBatchBytes = DefaultApplyBatchBytes
 	}
 	if opts.ApplyInterval == 0 {
 		opts.ApplyInterval = DefaultApplyInterval
@@ -719,9 +729,11 @@ func (s *Store) applyLoop() {
 			timer.Stop()
 			s.mu.Lock()
 		}
-		n, nops := 0, 0
-		for n < len(s.applyQ) && (nops == 0 || nops+s.applyQ[n].ops <= s.opts.ApplyBatch) {
+		n, nops, nbytes := 0, 0, int64(0)
+		for n < len(s.applyQ) && (nops == 0 || (nops+s.applyQ[n].ops <= s.opts.ApplyBatch &&
+			nbytes+int64(len(s.applyQ[n].data)) <= s.opts.ApplyBatchBytes)) {
 			nops += s.applyQ[n].ops
+			nbytes += int64(len(s.applyQ[n].data))
 			n++
 		}
 		take := append([]record(nil), s.applyQ[:n]...)
