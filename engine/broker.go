@@ -540,12 +540,18 @@ func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *mess
 // sendPrepared routes, stores and enqueues a prepared message, and returns
 // once it is durable (or consumed, see early.go).
 func (b *Broker) sendPrepared(ctx context.Context, d *destination, m *message.Message) error {
+	var refs []*ref
 	if d.q != nil && (d.q.bucket == "" || m.DeliveryMode != message.Persistent) {
-		// The common non-persistent case: one ref, nothing to store.
-		d.q.add(b.queueRef(d.q, m))
-		return nil
+		// The common non-persistent case: one ref, nothing to store,
+		// unless it goes behind a backlog (queueRef).
+		r := b.queueRef(d.q, m)
+		if r.rec == nil {
+			d.q.add(r)
+			return nil
+		}
+		refs = []*ref{r}
 	}
-	refs, err := b.route(d, m)
+	refs, err := b.routeUnless(d, m, refs)
 	if err != nil {
 		return err
 	}
@@ -582,14 +588,34 @@ func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
 	return d.t.publish(b, m, b.seq.Add(1)), nil
 }
 
-// queueRef makes the ref of a message sent to queue q.
+// routeUnless is route, unless refs were made already.
+func (b *Broker) routeUnless(d *destination, m *message.Message, refs []*ref) ([]*ref, error) {
+	if refs != nil {
+		return refs, nil
+	}
+	return b.route(d, m)
+}
+
+// queueRef makes the ref of a message sent to queue q. A persistent
+// message gets a store identity; so does a non-persistent one that goes
+// behind a backlog filling q's window, so that it can wait in the store
+// rather than in memory (paging): it is written like a persistent one,
+// marked transient, and recovery discards it.
 func (b *Broker) queueRef(q *queue, m *message.Message) *ref {
 	seq := b.seq.Add(1)
 	r := &ref{msg: m, seq: seq, q: q, deliverAt: deliverAt(m), size: int32(m.Size())}
-	if q.bucket != "" && m.DeliveryMode == message.Persistent {
-		r.rec = &stored{key: seq}
-		r.rec.refs.Store(1)
+	if q.bucket == "" || b.store == nil {
+		return r
 	}
+	switch {
+	case m.DeliveryMode == message.Persistent:
+		r.rec = &stored{key: seq}
+	case r.deliverAt == 0 && q.backlogged():
+		r.rec = &stored{key: seq, transient: true}
+	default:
+		return r
+	}
+	r.rec.refs.Store(1)
 	return r
 }
 

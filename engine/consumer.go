@@ -199,7 +199,7 @@ func (c *Consumer) markAttempts(ctx context.Context) {
 	}
 	var ops []opBuf
 	for _, r := range c.local {
-		if r.rec != nil && r.marked < r.count+1 {
+		if r.rec != nil && !r.rec.transient && r.marked < r.count+1 {
 			if b.markEarly(r, r.count+1) {
 				r.marked = r.count + 1
 				continue

@@ -540,7 +540,7 @@ func (q *queue) pagedRec(rr refRecord) *stored {
 		delete(q.pg.shared, rr.seq)
 		return rec
 	}
-	rec := &stored{key: rr.seq, shared: rr.shared}
+	rec := &stored{key: rr.seq, shared: rr.shared, transient: rr.transient}
 	rec.refs.Store(1)
 	return rec
 }
@@ -670,7 +670,7 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 			}
 			rec := q.pg.shared[rr.seq]
 			if rec == nil {
-				rec = &stored{key: rr.seq, shared: rr.shared}
+				rec = &stored{key: rr.seq, shared: rr.shared, transient: rr.transient}
 				rec.refs.Store(1)
 			}
 			r.rec = rec

@@ -447,3 +447,59 @@ func TestPagedBacklogMemoryBounded(t *testing.T) {
 		}
 	}
 }
+
+// Non-persistent messages sent behind a backlog wait in the store too (so
+// that a queue nobody drains does not grow in memory), in order with the
+// persistent ones, and do not outlive a restart.
+func TestPagedNonPersistentBehindBacklog(t *testing.T) {
+	h := newPersistent(t, "", pagedConfig(20))
+	q := message.Destination{Kind: message.Queue, Name: "np"}
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	p, err := s.CreateProducer(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	np := engine.SendOptions{Set: engine.SetDeliveryMode, DeliveryMode: message.NonPersistent}
+	for i := range n {
+		o := engine.SendOptions{}
+		if i%2 == 1 {
+			o = np
+		}
+		if _, err := p.SendToAsync(context.Background(), q, text(strconv.Itoa(i)), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the backlog to be paged", func() bool { in := destInfo(t, h, q); return in.Messages == n && in.Paged >= n-60 })
+	cons := consumer(t, h.session(c, engine.AutoAcknowledge), q, engine.ConsumerOptions{Prefetch: 5})
+	_ = c.Start()
+	got := drainBodies(t, cons, 100)
+	if !slices.Equal(got, seq(100)) {
+		t.Fatalf("first 100: %v", got)
+	}
+	_ = c.Close()
+	h.restart()
+	// The persistent ones are left, in order; the non-persistent ones went.
+	c2 := h.conn(engine.ConnectionOptions{})
+	cons2 := consumer(t, h.session(c2, engine.AutoAcknowledge), q, engine.ConsumerOptions{Prefetch: 5})
+	_ = c2.Start()
+	rest := drainBodies(t, cons2, n)
+	want := filterBodies(seq(n)[100:], func(i int) bool { return i%2 == 0 })
+	// Those still in memory at the restart are gone as well; those in the
+	// store must not come back.
+	for _, b := range rest {
+		if i, _ := strconv.Atoi(b); i%2 == 1 {
+			t.Fatalf("non-persistent message %s came back after a restart", b)
+		}
+	}
+	if !slices.Equal(rest, want) {
+		t.Fatalf("after restart got %d persistent messages, want %d in order", len(rest), len(want))
+	}
+	h.restart()
+	left := 0
+	_ = h.st.ForEach("msgs", func(k, _ []byte) error { left++; return nil })
+	if left != 0 {
+		t.Fatalf("%d message records left", left)
+	}
+}

@@ -25,7 +25,9 @@ import (
 //	0:4    delivery attempts recorded so far
 //	4:12   the time (ms) before which it is invisible; 0 = none
 //	12     priority
-//	13     flags: refShared when other queues' refs hold the same message
+//	13     flags: refShared when other queues' refs hold the same message;
+//	       refTransient when the message is non-persistent, written only
+//	       to wait in the store behind a backlog (recovery discards it)
 //	14:18  the message's size (message.Message.Size), for quotas
 //	18:26  its expiration (ms); 0 = never
 //
@@ -44,6 +46,7 @@ const (
 	refRecordSize       = 26
 	legacyRefRecordSize = 12
 	refShared           = 1 << 0
+	refTransient        = 1 << 1
 )
 
 func queueBucket(name string) string { return prefixQueue + name }
@@ -64,6 +67,9 @@ func refValue(r *ref, count int32) []byte {
 	if r.rec != nil && r.rec.shared {
 		v[13] |= refShared
 	}
+	if r.rec != nil && r.rec.transient {
+		v[13] |= refTransient
+	}
 	binary.BigEndian.PutUint32(v[14:18], uint32(r.size))
 	binary.BigEndian.PutUint64(v[18:26], uint64(r.msg.Expiration))
 	return v[:]
@@ -76,6 +82,7 @@ type refRecord struct {
 	at         int64
 	prio       uint8
 	shared     bool
+	transient  bool
 	size       int32
 	expiration int64
 	legacy     bool // 12 bytes: prio, shared, size and expiration unknown
@@ -94,6 +101,7 @@ func parseRefRecord(bucket string, k, v []byte) (refRecord, error) {
 	}
 	rr.prio = min(v[12], 9)
 	rr.shared = v[13]&refShared != 0
+	rr.transient = v[13]&refTransient != 0
 	rr.size = int32(binary.BigEndian.Uint32(v[14:18]))
 	rr.expiration = int64(binary.BigEndian.Uint64(v[18:26]))
 	return rr, nil
@@ -359,6 +367,13 @@ func (b *Broker) recover(ctx context.Context) error {
 				return err
 			}
 			maxSeq = max(maxSeq, rr.seq)
+			if rr.transient {
+				// A non-persistent message that waited in the store: it
+				// does not outlive the broker.
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: name, Key: seqKey(rr.seq)},
+					store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+				return nil
+			}
 			if rr.shared || rr.legacy {
 				rec := shared[rr.seq]
 				if rec == nil {

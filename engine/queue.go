@@ -628,6 +628,14 @@ func (q *queue) creditOf(c *Consumer) int {
 	return c.credit
 }
 
+// backlogged reports whether q's ready messages fill its window, or some
+// wait in the store: a message sent now goes behind them.
+func (q *queue) backlogged() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pg.n > 0 || q.windowFullLocked()
+}
+
 // sendState reports whether q has a backlog that fills its window (a new
 // message waits behind it, maybe in the store only) and, if not, whether a
 // consumer could take a message now.

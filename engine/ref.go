@@ -28,6 +28,9 @@ type stored struct {
 	// one queue holds the message (a topic's subscriptions): its ref
 	// records say so, so that recovery and paging count its holders.
 	shared bool
+	// transient is set for a non-persistent message written only to wait
+	// in the store behind a backlog (queueRef): recovery discards it.
+	transient bool
 	// early is set for a message sent "consume before store": its first
 	// write may still be taken back (see early.go).
 	early *earlyWrite
