@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -72,6 +73,10 @@ type pages struct {
 	working bool               // the worker goroutine runs
 	busy    bool               // a read of paged records is under way: track what is paged meanwhile
 	epoch   uint32             // bumped when the paged set is dropped (deletion)
+	// minExp is the earliest expiration (ms) of a paged message, 0 when
+	// none expires: the expiry scan reads the paged records only once it
+	// has come (expirePaged).
+	minExp int64
 	// winMsgs and winBytes are the window (see window); 0 until known.
 	winMsgs  int
 	winBytes int64
@@ -169,6 +174,9 @@ func (q *queue) pageOutLocked(r *ref) bool {
 	}
 	q.pg.n++
 	q.pg.bytes += int64(r.size)
+	if e := r.msg.Expiration; e != 0 && (q.pg.minExp == 0 || e < q.pg.minExp) {
+		q.pg.minExp = e
+	}
 	if r.rec.shared || r.rec.refs.Load() > 1 {
 		if q.pg.shared == nil {
 			q.pg.shared = map[uint64]*stored{}
@@ -816,11 +824,13 @@ func (l *pageLane) inMemory(seq uint64) {
 
 // installPages gives a recovered queue its paged lanes, counting their
 // messages as held, and the store identities of those of them that other
-// queues hold too. It runs before the queue's in-memory messages are
-// added, and returns how many messages are paged.
-func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored) int {
+// queues hold too, and the earliest expiration among them. It runs before
+// the queue's in-memory messages are added, and returns how many messages
+// are paged.
+func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored, minExp int64) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.pg.minExp = minExp
 	n := 0
 	for p := range lanes {
 		l := lanes[p]
@@ -838,4 +848,113 @@ func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored) int 
 		q.pg.shared = shared
 	}
 	return n
+}
+
+// expirePaged removes the paged messages of q that have expired by now,
+// as the expiry scan does for those in memory, reading only the store's
+// ref records (which carry each message's expiration) and, of the
+// messages, only the expired ones. It does nothing until the earliest
+// expiration among the paged messages has come.
+func (q *queue) expirePaged(now int64) {
+	if q.bucket == "" || q.b.store == nil {
+		return
+	}
+	q.pg.io.Lock()
+	q.mu.Lock()
+	if q.pg.n == 0 || q.pg.minExp == 0 || q.pg.minExp > now || q.deleted {
+		q.mu.Unlock()
+		q.pg.io.Unlock()
+		return
+	}
+	lanes := q.pg.lanes
+	skips := make([]map[uint64]struct{}, len(lanes))
+	for p := range lanes {
+		skips[p] = maps.Clone(lanes[p].skip)
+	}
+	epoch := q.pg.epoch
+	q.pg.minExp = 0 // page-outs from now on count again
+	q.mu.Unlock()
+
+	var expired []refRecord
+	next := int64(0)
+	from := uint64(0)
+	for p := range lanes {
+		if lanes[p].n > 0 && (from == 0 || lanes[p].from < from) {
+			from = lanes[p].from
+		}
+	}
+	for {
+		var last uint64
+		n := 0
+		err := q.b.store.Range(q.bucket, seqKey(from), pageScanRecords, func(k, v []byte) error {
+			rr, err := parseRefRecord(q.bucket, k, v)
+			if err != nil {
+				return err
+			}
+			n++
+			last = rr.seq
+			l := &lanes[rr.prio]
+			if rr.legacy || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
+				return nil
+			}
+			if _, in := skips[rr.prio][rr.seq]; in {
+				return nil
+			}
+			if rr.expiration <= now {
+				expired = append(expired, rr)
+			} else if next == 0 || rr.expiration < next {
+				next = rr.expiration
+			}
+			return nil
+		})
+		if err != nil {
+			q.b.log.Error("expiry scan of paged messages", slog.String("destination", q.dest.String()), slog.Any("err", err))
+			q.mu.Lock()
+			q.pg.minExp = now // try again at the next scan
+			q.mu.Unlock()
+			q.pg.io.Unlock()
+			return
+		}
+		if n < pageScanRecords {
+			break
+		}
+		from = last + 1
+	}
+	msgs, err := q.b.readMessages(expired)
+	if err != nil {
+		q.b.log.Error("expiry scan of paged messages", slog.String("destination", q.dest.String()), slog.Any("err", err))
+		msgs = make([]*message.Message, len(expired))
+		expired = nil
+		next = now
+	}
+	var refs []*ref
+	q.mu.Lock()
+	if q.deleted || epoch != q.pg.epoch {
+		q.mu.Unlock()
+		q.pg.io.Unlock()
+		return
+	}
+	for i, rr := range expired {
+		l := &q.pg.lanes[rr.prio]
+		if !l.isPaged(rr.seq) {
+			continue
+		}
+		rec := q.pagedRec(rr)
+		q.forgetPagedLocked(l, rr)
+		if msgs[i] == nil {
+			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
+			q.count--
+			q.bytes -= int64(rr.size)
+			continue
+		}
+		r := q.transientRef(rr, msgs[i])
+		r.rec, r.state = rec, refGone
+		refs = append(refs, r)
+	}
+	if next != 0 && (q.pg.minExp == 0 || next < q.pg.minExp) {
+		q.pg.minExp = next
+	}
+	q.mu.Unlock()
+	q.pg.io.Unlock()
+	q.b.expireRefs(q, refs)
 }

@@ -503,3 +503,45 @@ func TestPagedNonPersistentBehindBacklog(t *testing.T) {
 		t.Fatalf("%d message records left", left)
 	}
 }
+
+// The expiry scan finds expired messages among those kept only in the
+// store, without a consumer reading them back.
+func TestPagedExpiryScan(t *testing.T) {
+	clock := newClock()
+	cfg := pagedConfig(10)
+	cfg.Now = clock.Now
+	cfg.ExpiryScanInterval = 20 * time.Millisecond
+	h := newPersistent(t, "", cfg)
+	q := message.Destination{Kind: message.Queue, Name: "ttlscan"}
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	p, err := s.CreateProducer(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		o := engine.SendOptions{}
+		if i%2 == 1 {
+			o = engine.SendOptions{Set: engine.SetTimeToLive, TimeToLive: time.Minute}
+		}
+		if err := p.Send(context.Background(), text(strconv.Itoa(i)), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in := destInfo(t, h, q); in.Paged < 150 || in.Expired != 0 {
+		t.Fatalf("before expiry: %+v", in)
+	}
+	clock.Add(2 * time.Minute)
+	eventually(t, "the paged messages to expire", func() bool {
+		in := destInfo(t, h, q)
+		return in.Expired == 100 && in.Messages == 100
+	})
+	h.restart()
+	c2 := h.conn(engine.ConnectionOptions{})
+	cons := consumer(t, h.session(c2, engine.AutoAcknowledge), q, engine.ConsumerOptions{Prefetch: 5})
+	_ = c2.Start()
+	got := drainBodies(t, cons, 200)
+	if want := filterBodies(seq(200), func(i int) bool { return i%2 == 0 }); !slices.Equal(got, want) {
+		t.Fatalf("after the scan and a restart got %v", got)
+	}
+}

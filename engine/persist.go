@@ -341,6 +341,7 @@ func (b *Broker) recover(ctx context.Context) error {
 		lanes [10]pageLane
 		// pagedShared are the paged messages other queues hold too.
 		pagedShared []uint64
+		minExp      int64 // the earliest expiration of a paged message
 	}
 	now := b.nowMillis()
 	var perQueue []*queueRecords
@@ -406,6 +407,9 @@ func (b *Broker) recover(ctx context.Context) error {
 				l.n++
 				l.bytes += int64(rr.size)
 				l.tail = rr.seq
+				if rr.expiration != 0 && (qr.minExp == 0 || rr.expiration < qr.minExp) {
+					qr.minExp = rr.expiration
+				}
 				if rr.shared {
 					qr.pagedShared = append(qr.pagedShared, rr.seq)
 				}
@@ -492,7 +496,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			}
 			sharedPaged[seq] = shared[seq]
 		}
-		paged += qr.q.installPages(qr.lanes, sharedPaged)
+		paged += qr.q.installPages(qr.lanes, sharedPaged, qr.minExp)
 		loaded += len(refs) + len(far)
 		if len(far) > 0 {
 			qr.q.addPaged(far)

@@ -719,6 +719,7 @@ func (q *queue) expireScan(now int64) {
 	}
 	q.mu.Unlock()
 	q.b.expireRefs(q, expired)
+	q.expirePaged(now)
 }
 
 // forgetExpired updates counters for refs removed as expired.
