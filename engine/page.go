@@ -958,3 +958,115 @@ func (q *queue) expirePaged(now int64) {
 	q.pg.io.Unlock()
 	q.b.expireRefs(q, refs)
 }
+
+// browseSource walks a queue's waiting messages for a browser in delivery
+// order: lane by lane from the highest priority, within a lane by arrival,
+// merging the ready refs in memory when it was made with the lane's paged
+// records, read from the store a chunk at a time as the browser goes. It
+// is weakly consistent: a message consumed meanwhile may or may not show,
+// none shows twice.
+type browseSource struct {
+	q      *queue
+	accept func(*ref) bool
+	now    int64
+	lane   int
+	mem    [10][]*ref // ready refs per lane, by seq
+	lanes  [10]pageLane
+	paged  int64 // paged messages when it was made
+	cursor uint64
+	buf    []*ref // read from the store, not yet handed out
+	done   bool   // the current lane's paged records are all read
+	err    error
+}
+
+// browse makes a browseSource of q's ready messages that accept takes.
+func (q *queue) browse(accept func(*ref) bool) *browseSource {
+	src := &browseSource{q: q, accept: accept, now: q.b.nowMillis(), lane: 9}
+	q.mu.Lock()
+	for p := range q.ready {
+		l := &q.ready[p]
+		src.mem[p] = slices.Clone(l.items[l.head:])
+		src.lanes[p] = q.pg.lanes[p]
+		src.lanes[p].skip = maps.Clone(q.pg.lanes[p].skip)
+	}
+	src.paged = q.pg.n
+	q.mu.Unlock()
+	src.startLane()
+	return src
+}
+
+func (s *browseSource) startLane() {
+	s.buf, s.done = s.buf[:0], s.lanes[s.lane].n == 0
+	s.cursor = s.lanes[s.lane].from
+}
+
+func (s *browseSource) live(r *ref) bool {
+	return (r.msg.Expiration == 0 || r.msg.Expiration > s.now) && (s.accept == nil || s.accept(r))
+}
+
+// next returns up to n more deliveries; none when the walk is over.
+func (s *browseSource) next(n int) []message.Delivery {
+	var out []message.Delivery
+	for len(out) < n && s.lane >= 0 {
+		if len(s.buf) == 0 && !s.done {
+			s.read()
+			continue
+		}
+		mem := s.mem[s.lane]
+		var r *ref
+		switch {
+		case len(mem) > 0 && (len(s.buf) == 0 || mem[0].seq < s.buf[0].seq):
+			r, s.mem[s.lane] = mem[0], mem[1:]
+		case len(s.buf) > 0:
+			r, s.buf = s.buf[0], s.buf[1:]
+		default:
+			s.lane--
+			if s.lane >= 0 {
+				s.startLane()
+			}
+			continue
+		}
+		if s.live(r) {
+			out = append(out, message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0})
+		}
+	}
+	return out
+}
+
+// read reads the current lane's next paged records and their messages.
+func (s *browseSource) read() {
+	q, l := s.q, &s.lanes[s.lane]
+	var recs []refRecord
+	var last uint64
+	n := 0
+	err := q.b.store.Range(q.bucket, seqKey(s.cursor), pageScanRecords, func(k, v []byte) error {
+		rr, err := parseRefRecord(q.bucket, k, v)
+		if err != nil {
+			return err
+		}
+		n++
+		last = rr.seq
+		if _, in := l.skip[rr.seq]; !in && !rr.legacy && int(rr.prio) == s.lane && rr.seq <= l.tail {
+			recs = append(recs, rr)
+		}
+		return nil
+	})
+	var msgs []*message.Message
+	if err == nil {
+		msgs, err = q.b.readMessages(recs)
+	}
+	if err != nil {
+		s.err, s.done = err, true
+		q.b.log.Error("read paged messages for a browser", slog.String("destination", q.dest.String()), slog.Any("err", err))
+		return
+	}
+	for i, rr := range recs {
+		if msgs[i] != nil {
+			s.buf = append(s.buf, q.transientRef(rr, msgs[i]))
+		}
+	}
+	if n < pageScanRecords || last >= l.tail {
+		s.done = true
+	}
+	s.cursor = last + 1
+}
