@@ -7,13 +7,19 @@ package journal
 // application forced per read would add syncs of the inner store under
 // load.
 func (s *Store) Range(bucket string, from []byte, limit int, fn func(key, value []byte) error) error {
+	s.waitApplied()
+	return s.inner.Range(bucket, from, limit, fn)
+}
+
+// waitApplied waits until the records confirmed when it is called (not
+// those that keep arriving) have been applied to the inner store.
+func (s *Store) waitApplied() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	target := s.confirmed
 	for s.appliedRecs < target && s.failed == nil && !s.applierGone {
 		s.cond.Wait()
 	}
-	s.mu.Unlock()
-	return s.inner.Range(bucket, from, limit, fn)
 }
 
 // ReleaseMemory asks the inner store, if it can, to give back memory that
