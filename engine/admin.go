@@ -579,6 +579,19 @@ func (b *Broker) BrowseMessages(t Target, opts BrowseOptions) (MessagePage, erro
 	if err != nil {
 		return MessagePage{}, err
 	}
+	if less == nil {
+		// In delivery order: a walk that keeps only the page, so that a
+		// deep queue's paged messages are read, not all held.
+		page := MessagePage{Messages: []MessageEntry{}}
+		err := q.eachWaiting(match, func(e MessageEntry) error {
+			if page.Total >= opts.Offset && (opts.Limit == 0 || len(page.Messages) < opts.Limit) {
+				page.Messages = append(page.Messages, e)
+			}
+			page.Total++
+			return nil
+		})
+		return page, err
+	}
 	ws := q.waiting(match)
 	all := make([]MessageEntry, len(ws))
 	for i, w := range ws {
@@ -741,6 +754,25 @@ func (b *Broker) Export(t Target, selector string, w io.Writer) (int, error) {
 	q, err := b.resolveQueue(t)
 	if err != nil {
 		return 0, err
+	}
+	if q.pagedCount() > 0 {
+		// A deep queue: one message at a time, read back from the store
+		// as the walk goes.
+		bw := bufio.NewWriterSize(w, 64<<10)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		n := 0
+		err := q.eachWaiting(match, func(e MessageEntry) error {
+			if err := enc.Encode(e.Msg); err != nil {
+				return fmt.Errorf("export message %s: %w", e.Msg.ID, err)
+			}
+			n++
+			return nil
+		})
+		if err == nil {
+			err = bw.Flush()
+		}
+		return n, err
 	}
 	ws := q.waiting(match)
 	bw := bufio.NewWriterSize(w, 64<<10)

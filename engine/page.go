@@ -1070,3 +1070,48 @@ func (s *browseSource) read() {
 	}
 	s.cursor = last + 1
 }
+
+// pagedCount returns how many of q's messages are paged.
+func (q *queue) pagedCount() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pg.n
+}
+
+// eachWaiting calls fn with q's waiting messages that match, in the order
+// of waiting (ready ones, paged ones included, by priority then arrival;
+// then scheduled ones by time), reading paged ones from the store as it
+// goes; an error from fn stops it.
+func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) error {
+	src := q.browse(match)
+	for {
+		ds := src.next(browseChunk)
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			if err := fn(MessageEntry{Delivery: d}); err != nil {
+				return err
+			}
+		}
+	}
+	if src.err != nil {
+		return fmt.Errorf("read the paged messages of %s: %w", q.dest, src.err)
+	}
+	cands := q.scheduledRefs()
+	now := q.b.nowMillis()
+	q.mu.Lock()
+	ws := q.waitingLocked(now, cands, nil, match)
+	q.mu.Unlock()
+	for _, w := range ws {
+		if !w.scheduled {
+			continue
+		}
+		e := MessageEntry{Delivery: message.Delivery{Msg: w.r.msg, DeliveryCount: w.count + 1, Redelivered: w.count > 0},
+			Scheduled: true, DeliverAt: w.deliverAt}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

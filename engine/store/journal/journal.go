@@ -845,12 +845,24 @@ func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
 	return s.inner.ForEach(bucket, fn)
 }
 
-// Get waits until the records confirmed so far have reached the inner
-// store, then reads it. Like Range it does not hurry the applier: the
-// engine reads messages back ahead of need (paging), and a forced
-// application per read would add syncs of the inner store under load.
+// Get waits for the applier when records are pending, then reads the inner
+// store. It hurries the applier: the scheduler's pager reads messages due
+// within its lookahead, which must not wait for the next regular
+// application.
 func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error {
-	s.waitApplied()
+	// Wait only for the records confirmed so far, not for those that keep
+	// arriving: Get must see every Update that has returned.
+	s.mu.Lock()
+	target := s.confirmed
+	if s.appliedRecs < target {
+		s.urgent++
+		s.pokeApplier()
+		for s.appliedRecs < target && s.failed == nil && !s.applierGone {
+			s.cond.Wait()
+		}
+		s.urgent--
+	}
+	s.mu.Unlock()
 	return s.inner.Get(bucket, keys, fn)
 }
 
