@@ -76,16 +76,23 @@ type ackWatch struct {
 	idle    chan struct{} // closed when pending empties; nil while idle
 }
 
-// watchedAck is one submitted acknowledgement write of n deliveries.
+// watchedAck is one submitted write of n acknowledgements, or (n 0) of
+// redelivery records; then, if set, runs once it is done, with its error.
 type watchedAck struct {
-	p store.Pending
-	n int
+	p    store.Pending
+	n    int
+	then func(error)
 }
 
 // watch adds p, the write of n acknowledgements.
 func (w *ackWatch) watch(b *Broker, p store.Pending, n int) {
+	w.watchThen(b, p, n, nil)
+}
+
+// watchThen adds p, and then to run, in order, once p is done.
+func (w *ackWatch) watchThen(b *Broker, p store.Pending, n int, then func(error)) {
 	w.mu.Lock()
-	w.pending = append(w.pending, watchedAck{p: p, n: n})
+	w.pending = append(w.pending, watchedAck{p: p, n: n, then: then})
 	start := !w.running
 	if start {
 		w.running = true
@@ -121,12 +128,17 @@ func (w *ackWatch) run(b *Broker) {
 		a := w.pending[0]
 		w.mu.Unlock()
 		<-a.p.Done()
-		if err := a.p.Err(); err != nil {
+		err := a.p.Err()
+		if a.then != nil {
+			a.then(err)
+		}
+		switch {
+		case err != nil && a.n > 0:
 			if failed == 0 {
 				first = err
 			}
 			failed += a.n
-		} else {
+		case err == nil:
 			report()
 		}
 		w.mu.Lock()
