@@ -755,16 +755,35 @@ func (l *link) applyOutcome(ctx context.Context, tag uint64, st any, settled boo
 		}
 		return l.engSess.Acknowledge(ctx, tag)
 	case *types.Released:
-		return l.engSess.Settle(ctx, tag, engine.Released)
+		return l.settleAs(ctx, tag, engine.Released, settled)
 	case *types.Rejected:
-		return l.engSess.Settle(ctx, tag, engine.Rejected)
+		return l.settleAs(ctx, tag, engine.Rejected, settled)
 	case *types.Modified:
 		// The engine cannot keep a message from one consumer, so
 		// undeliverable-here counts as a failed delivery too.
 		if x.DeliveryFailed.Value || x.UndeliverableHere.Value {
-			return l.engSess.Settle(ctx, tag, engine.Failed)
+			return l.settleAs(ctx, tag, engine.Failed, settled)
 		}
-		return l.engSess.Settle(ctx, tag, engine.Released)
+		return l.settleAs(ctx, tag, engine.Released, settled)
+	}
+	return nil
+}
+
+// settleAs applies a released, modified or rejected outcome. A client that
+// settled the delivery itself waits for nothing, so the reader does not
+// wait for the redelivery records either: they are committed with other
+// writes (the message is not delivered again before they are durable).
+// An unsettled one is answered once they are durable.
+func (l *link) settleAs(ctx context.Context, tag uint64, o engine.Outcome, settled bool) error {
+	if !settled {
+		return l.engSess.Settle(ctx, tag, o)
+	}
+	conf, err := l.engSess.SettleConfirm(tag, o)
+	if err != nil {
+		return err
+	}
+	if conf.Ready() {
+		return conf.Wait(ctx)
 	}
 	return nil
 }
