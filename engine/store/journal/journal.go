@@ -113,6 +113,9 @@ type Store struct {
 	// lastArrival is when the latest write that is not held arrived:
 	// whether a lingering write has company coming (lingerFor).
 	lastArrival time.Time
+	// sleepUntil is when the committer, asleep for a deadline, wakes by
+	// itself; zero while it is not so asleep (see needsWake).
+	sleepUntil time.Time
 
 	wake      chan struct{}
 	applyWake chan struct{}
@@ -284,12 +287,23 @@ func (s *Store) submit(ops []store.Op, linger time.Duration, hold bool) store.Pe
 		return fail(nil)
 	}
 	s.queue = append(s.queue, r)
+	wake := s.needsWake(r)
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	return p
+}
+
+// needsWake reports whether the committer must be woken for r, just
+// queued: not when it is already asleep until a deadline no later than
+// r's (it will look at r then), which spares a goroutine switch per
+// message while held writes come and go. Called under s.mu.
+func (s *Store) needsWake(r *request) bool {
+	return r.until.IsZero() || s.sleepUntil.IsZero() || r.until.Before(s.sleepUntil)
 }
 
 // record is one confirmed Update waiting to be applied: its encoded ops
@@ -654,6 +668,7 @@ func (s *Store) commitLoop() {
 			n, wait = plan(s.queue, time.Now())
 		}
 		if n == 0 {
+			s.sleepUntil = time.Now().Add(wait)
 			s.mu.Unlock()
 			t := time.NewTimer(wait)
 			select {
@@ -661,6 +676,9 @@ func (s *Store) commitLoop() {
 			case <-t.C:
 			}
 			t.Stop()
+			s.mu.Lock()
+			s.sleepUntil = time.Time{}
+			s.mu.Unlock()
 			continue
 		}
 		// Back-pressure: let the applier catch up before confirming more.
