@@ -25,9 +25,9 @@
 # AMQP_PERSISTENT_WINDOWS ("1000 1": the confirmation windows of the AMQP
 # persistent runs, each its own row in the summary),
 # PEERS_PRIVATE (0: the shared instances on their usual ports; 1: private
-# copies of the peer scripts and configs under OUT, every port moved up by 100
-# and RabbitMQ node name sluicebench, so that another session starting or
-# stopping the shared instances cannot disturb the run),
+# copies of the peer scripts and configs under OUT, every port moved up by
+# PEERS_PORT_OFFSET (100) and RabbitMQ node name sluicebench, so that another
+# session starting or stopping the shared instances cannot disturb the run),
 # PACED (0; 1: also the paced-latency section: persistent messages at a
 # fixed PACED_RATE (2000 msg/s), PACED_COUNT (20000) of them, PACED_WINDOW
 # (64) confirmations in flight, with PACED_CLIENTS ("lean"), against Sluice
@@ -71,11 +71,12 @@ if [ "$PEERS_PRIVATE" = 1 ]; then
   # private ports and state directories.
   mkdir -p "$OUT/peers"
   cp -r "$PEERS/../scripts" "$PEERS/../config" "$OUT/peers/"
-  AMQ_STOMP=62713 RMQ_STOMP=63713 RMQ_AMQP=5773
-  for p in 62713 62716 63713 5773 25773; do
-    if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "port $p is in use: cannot run private peers" >&2; exit 2; fi
+  o=${PEERS_PORT_OFFSET:-100}
+  AMQ_STOMP=$((62613 + o)) RMQ_STOMP=$((63613 + o)) RMQ_AMQP=$((5673 + o))
+  for p in $((62613 + o)) $((62616 + o)) $((63613 + o)) $((5673 + o)) $((25673 + o)); do
+    if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "port $p is in use: cannot run private peers (try another PEERS_PORT_OFFSET)" >&2; exit 2; fi
   done
-  sed -i -e 's/62613/62713/g' -e 's/62616/62716/g' -e 's/6672/6772/g' -e 's/63613/63713/g' -e 's/5673/5773/g' \
+  sed -i -e "s/62613/$((62613 + o))/g" -e "s/62616/$((62616 + o))/g" -e "s/6672/$((6672 + o))/g" -e "s/63613/$((63613 + o))/g" -e "s/5673/$((5673 + o))/g" \
     -e 's/baselinec@localhost/sluicebench@localhost/g' "$OUT"/peers/scripts/* "$OUT"/peers/config/*
   PEERS="$OUT/peers/scripts"
   AMQ_DIR="$OUT/peers/amq"
