@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/sluicemq/sluice/engine/store"
@@ -162,4 +164,60 @@ func (w *ackWatch) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("wait for acknowledgement writes: %w", ctx.Err())
 	}
+}
+
+// AcknowledgeLater acknowledges the delivery with the given tag as
+// Acknowledge does (every delivery up to it in a CLIENT_ACKNOWLEDGE
+// session), without waiting for the store: its delete is submitted to be
+// committed with other writes, and the acknowledgement takes effect once
+// the delete is durable. Until then the message stays in flight to this
+// session (it is not delivered to anyone else). Should the store fail the
+// write, the deliveries are the session's again, unacknowledged, as after
+// a failed Acknowledge: the Confirmation's Wait returns the error only
+// once they are. A front-end uses it where the client waits for the
+// broker to settle an acknowledgement (AMQP rcv-settle-mode second).
+// Over a store that cannot take a write back (no store.Submitter) it is
+// Acknowledge, and the Confirmation is nil.
+func (s *Session) AcknowledgeLater(tag uint64) (*Confirmation, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if s.mode == Transacted {
+		return nil, errorf(CodeIllegalState, "acknowledge in a transacted session: commit instead")
+	}
+	b := s.conn.b
+	cumulative := s.mode == ClientAcknowledge
+	sub, ok := b.store.(store.Submitter)
+	if !ok {
+		return nil, s.settleTags(context.Background(), tag, cumulative, true)
+	}
+	ds, err := s.takePending(tag, cumulative)
+	if err != nil {
+		return nil, err
+	}
+	refs := refsOf(ds)
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	recs := recsOf(refs)
+	ops := b.storeOpsForRemove(refs, nil)
+	if len(ops) == 0 {
+		byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
+		return nil, nil
+	}
+	p := sub.Submit(ops, markLinger)
+	rp := &releasedPending{Pending: p, done: make(chan struct{})}
+	b.acks.watchThen(b, p, 0, func(err error) {
+		defer close(rp.done)
+		if err == nil {
+			byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
+			return
+		}
+		var ae *ackError
+		if errors.As(b.settleFailed(refs, recs, err), &ae) && len(ae.settled) > 0 {
+			ds = slices.DeleteFunc(ds, func(d delivery) bool { return slices.Contains(ae.settled, d.r) })
+		}
+		s.restorePending(context.Background(), ds)
+	})
+	return &Confirmation{ack: rp, dest: refs[0].q.dest}, nil
 }

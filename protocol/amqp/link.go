@@ -703,10 +703,41 @@ func (l *link) settle(id uint32, tag uint64, st types.DeliveryState, settled boo
 			default:
 				err = l.applyOutcome(ctx, tag, x.Outcome, settled)
 			}
+		case *types.Accepted:
+			if !settled {
+				return l.acceptLater(id, tag, st)
+			}
+			err = l.applyOutcome(ctx, tag, st, settled)
 		default:
 			err = l.applyOutcome(ctx, tag, st, settled)
 		}
 	}
+	return l.settled(id, tag, st, settled, err)
+}
+
+// acceptLater applies an accepted outcome the client left unsettled
+// without holding up the reader: the acknowledgement's delete is committed
+// with other writes, and the server settles the delivery once it is
+// durable; the confirmer does, when the write is not done at once and the
+// client has more for the reader (confirm.go).
+func (l *link) acceptLater(id uint32, tag uint64, st types.DeliveryState) error {
+	c := l.s.c
+	conf, err := l.engSess.AcknowledgeLater(tag)
+	if err == nil && !conf.Ready() && !c.confirmNow() {
+		c.confirmLater(pendingConfirm{l: l, id: id, conf: conf, out: true, tag: tag, state: st})
+		return nil
+	}
+	if err == nil {
+		err = conf.Wait(c.ctx)
+	}
+	return l.settled(id, tag, st, false, err)
+}
+
+// settled answers the client's disposition st of delivery id once the
+// engine has applied it (err nil) or not.
+func (l *link) settled(id uint32, tag uint64, st types.DeliveryState, settled bool, err error) error {
+	ctx := context.Background()
+	c := l.s.c
 	if err != nil {
 		if errors.Is(err, engine.ErrIllegalState) {
 			// No longer the session's: the link or session closed and
