@@ -74,6 +74,10 @@ type DestinationInfo struct {
 	Ready     int
 	InFlight  int
 	Scheduled int
+	// Paged is how many of the Ready messages are kept only in the store
+	// (the queue's in-memory window is full), and PagedBytes their size.
+	Paged      int64
+	PagedBytes int64
 	// Bytes is the size (message.Message.Size) of the messages held.
 	Bytes int64
 	// Consumers attached; Subscriptions of a topic (durable or not).
@@ -632,13 +636,12 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 	if d.q == q {
 		return 0, errorf(CodeInvalidDestination, "cannot move messages from %s to itself", to)
 	}
-	rest := q.take(match)
-	moved := 0
-	for rest.len() > 0 {
-		var batch taken
-		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
+	// move moves refs, whose removal from q's store records removeOps
+	// appends; a failure leaves them where they were for the caller to
+	// give back.
+	move := func(refs []*ref, removeOps func([]store.Op) []store.Op) error {
 		var plan []*ref
-		for _, r := range batch.refs {
+		for _, r := range refs {
 			m := *r.msg // shallow: a message's slices are never modified
 			m.Destination = to
 			m.Producer = 0
@@ -647,20 +650,36 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 		}
 		if err := b.reserveRoom(d, plan); err != nil {
 			b.undoAdd(plan)
-			q.restore(batch)
-			q.restore(rest)
-			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
+			return fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
-		ops := batch.removeOps(q, nil)
+		ops := removeOps(nil)
 		ops = b.storeOpsForAdd(plan, ops)
 		if err := b.update(ctx, ops); err != nil {
 			b.undoAdd(plan)
-			q.restore(batch)
-			q.restore(rest)
-			return moved, fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
+			return fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
 		b.enqueue(plan)
+		return nil
+	}
+	rest := q.take(match)
+	moved := 0
+	for rest.len() > 0 {
+		var batch taken
+		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
+		if err := move(batch.refs, func(ops []store.Op) []store.Op { return batch.removeOps(q, ops) }); err != nil {
+			q.restore(batch)
+			q.restore(rest)
+			return moved, err
+		}
 		moved += batch.len()
+	}
+	// Then those kept only in the store, read back a chunk at a time.
+	n, err := q.takePaged(match, func(refs []*ref) error {
+		return move(refs, func(ops []store.Op) []store.Op { return b.storeOpsForRemove(refs, ops) })
+	})
+	moved += n
+	if err != nil {
+		return moved, err
 	}
 	if moved > 0 {
 		b.log.Info("messages moved by an administrator", slog.String("from", from.String()), slog.String("to", to.String()), slog.Int("messages", moved))
@@ -691,6 +710,16 @@ func (b *Broker) DeleteMessages(ctx context.Context, t Target, f Filter) (int, e
 			return deleted, fmt.Errorf("delete messages of %s: %w", t, err)
 		}
 		deleted += batch.len()
+	}
+	n, err := q.takePaged(match, func(refs []*ref) error {
+		if err := b.update(ctx, b.storeOpsForRemove(refs, nil)); err != nil {
+			return fmt.Errorf("delete messages of %s: %w", t, err)
+		}
+		return nil
+	})
+	deleted += n
+	if err != nil {
+		return deleted, err
 	}
 	if deleted > 0 {
 		b.log.Info("messages deleted by an administrator", slog.String("target", t.String()), slog.Int("messages", deleted))

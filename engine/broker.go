@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ type Broker struct {
 	now   func() time.Time
 	sched *scheduler
 	pager *pager
+	flow  *Flow // the flow gate (flow.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -96,9 +98,22 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.cfg.ExpiryScanInterval <= 0 {
 		b.cfg.ExpiryScanInterval = time.Second
 	}
+	switch {
+	case b.cfg.WindowMessages == 0:
+		b.cfg.WindowMessages = DefaultWindowMessages
+	case b.cfg.WindowMessages < 0:
+		b.cfg.WindowMessages = math.MaxInt
+	}
+	switch {
+	case b.cfg.WindowBytes == 0:
+		b.cfg.WindowBytes = DefaultWindowBytes
+	case b.cfg.WindowBytes < 0:
+		b.cfg.WindowBytes = math.MaxInt64
+	}
 	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	b.sched = newScheduler(b.nowMillis)
 	b.pager = newPager(b, cfg.PageScheduledAfter, cfg.PageLookahead)
+	b.flow = newFlow(cfg, b.log, b.now)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.async.b = b
 	b.async.wake = make(chan struct{}, 1)
@@ -121,6 +136,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	go func() { defer b.wg.Done(); b.expiryLoop() }()
 	go func() { defer b.wg.Done(); b.async.run(b.ctx) }()
+	if b.flow.limit > 0 {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.flow.run(b.ctx, cfg.MemoryCheckInterval) }()
+	}
 	return b, nil
 }
 
@@ -505,6 +524,9 @@ func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *mess
 	if err := b.stamp(d, conn, m, def, o); err != nil {
 		return nil, err
 	}
+	if b.flow.limit > 0 {
+		b.flow.noteSent(m.Size())
+	}
 	if d.q != nil {
 		if pol := b.policyFor(d.dest); pol.MaxMessages > 0 || pol.MaxBytes > 0 {
 			if err := d.q.reserve(m, pol); err != nil {
@@ -518,12 +540,18 @@ func (b *Broker) prepareSend(conn *Connection, dest message.Destination, m *mess
 // sendPrepared routes, stores and enqueues a prepared message, and returns
 // once it is durable (or consumed, see early.go).
 func (b *Broker) sendPrepared(ctx context.Context, d *destination, m *message.Message) error {
+	var refs []*ref
 	if d.q != nil && (d.q.bucket == "" || m.DeliveryMode != message.Persistent) {
-		// The common non-persistent case: one ref, nothing to store.
-		d.q.add(b.queueRef(d.q, m))
-		return nil
+		// The common non-persistent case: one ref, nothing to store,
+		// unless it goes behind a backlog (queueRef).
+		r := b.queueRef(d.q, m)
+		if r.rec == nil {
+			d.q.add(r)
+			return nil
+		}
+		refs = []*ref{r}
 	}
-	refs, err := b.route(d, m)
+	refs, err := b.routeUnless(d, m, refs)
 	if err != nil {
 		return err
 	}
@@ -560,14 +588,34 @@ func (b *Broker) route(d *destination, m *message.Message) ([]*ref, error) {
 	return d.t.publish(b, m, b.seq.Add(1)), nil
 }
 
-// queueRef makes the ref of a message sent to queue q.
+// routeUnless is route, unless refs were made already.
+func (b *Broker) routeUnless(d *destination, m *message.Message, refs []*ref) ([]*ref, error) {
+	if refs != nil {
+		return refs, nil
+	}
+	return b.route(d, m)
+}
+
+// queueRef makes the ref of a message sent to queue q. A persistent
+// message gets a store identity; so does a non-persistent one that goes
+// behind a backlog filling q's window, so that it can wait in the store
+// rather than in memory (paging): it is written like a persistent one,
+// marked transient, and recovery discards it.
 func (b *Broker) queueRef(q *queue, m *message.Message) *ref {
 	seq := b.seq.Add(1)
 	r := &ref{msg: m, seq: seq, q: q, deliverAt: deliverAt(m), size: int32(m.Size())}
-	if q.bucket != "" && m.DeliveryMode == message.Persistent {
-		r.rec = &stored{key: seq}
-		r.rec.refs.Store(1)
+	if q.bucket == "" || b.store == nil {
+		return r
 	}
+	switch {
+	case m.DeliveryMode == message.Persistent:
+		r.rec = &stored{key: seq}
+	case r.deliverAt == 0 && q.backlogged():
+		r.rec = &stored{key: seq, transient: true}
+	default:
+		return r
+	}
+	r.rec.refs.Store(1)
 	return r
 }
 
@@ -921,7 +969,8 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	}
 	var ops []store.Op
 	for _, q := range qs {
-		refs := q.drainAll(true)
+		refs, paged := q.drainAll(true)
+		b.deletePagedMessages(ctx, q.bucket, paged)
 		ops = b.storeOpsForRemove(refs, ops)
 		for _, c := range q.consumerList() {
 			_ = c.close(reason)
@@ -952,7 +1001,9 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 // (whether kept in memory or paged out to the store), and returns how many
 // it removed; messages in flight stay. The messages leave the queue's
 // count and size, and so its quota, at once, and the store in the same
-// update. When the store refuses the update nothing is purged.
+// update; when the store refuses it nothing is purged. Messages kept only
+// in the store (paging) then go a batch of AdminBatch at a time: a refused
+// batch, and those after it, stay, and the count says how many went.
 func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, error) {
 	b.mu.RLock()
 	d := b.dests[dest]
@@ -968,5 +1019,13 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 		q.restore(t)
 		return 0, fmt.Errorf("purge %s: %w", dest, err)
 	}
-	return t.len(), nil
+	// Messages kept only in the store go a batch at a time: a failure
+	// leaves the batches not yet removed.
+	n, err := q.takePaged(nil, func(refs []*ref) error {
+		return b.update(ctx, b.storeOpsForRemove(refs, nil))
+	})
+	if err != nil {
+		return t.len() + n, fmt.Errorf("purge %s: %w", dest, err)
+	}
+	return t.len() + n, nil
 }

@@ -63,16 +63,19 @@ func (br *Browser) Enumeration() (*Enumeration, error) {
 	if br.closed {
 		return nil, errorf(CodeIllegalState, "browser is closed")
 	}
-	refs := br.d.q.snapshot(func(r *ref) bool {
+	accept := func(r *ref) bool {
 		if br.sel == nil {
 			return true
 		}
 		d := message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0}
 		return br.sel.Matches(message.SelectorView{D: &d})
-	})
-	e := &Enumeration{items: make([]message.Delivery, len(refs))}
-	for i, r := range refs {
-		e.items[i] = message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0}
+	}
+	src := br.d.q.browse(accept)
+	e := &Enumeration{src: src}
+	if src.paged == 0 {
+		// Everything is in memory: take it all now.
+		e.items = src.next(1 << 30)
+		e.src = nil
 	}
 	br.enums = append(br.enums, e)
 	return e, nil
@@ -133,6 +136,8 @@ type Enumeration struct {
 	mu       sync.Mutex
 	items    []message.Delivery
 	pos      int
+	src      *browseSource // the messages not in items yet; nil when none
+	err      error         // reading them failed
 	closed   bool
 	promised bool // last call was HasMoreElements returning true
 	keep     bool // closed while promised: one element remains
@@ -145,9 +150,26 @@ func (e *Enumeration) HasMoreElements() bool {
 	if e.closed {
 		return e.keep
 	}
+	e.fill()
 	e.promised = e.pos < len(e.items)
 	return e.promised
 }
+
+// fill reads the next messages from the source when items are used up;
+// under e.mu.
+func (e *Enumeration) fill() {
+	if e.pos < len(e.items) || e.src == nil {
+		return
+	}
+	e.items, e.pos = e.src.next(browseChunk), 0
+	if len(e.items) == 0 {
+		e.err, e.src = e.src.err, nil
+	}
+}
+
+// browseChunk is how many messages an enumeration reads ahead from the
+// store.
+const browseChunk = 512
 
 // NextElement returns the next message, or an error when there is none
 // (NoSuchElementException).
@@ -164,7 +186,11 @@ func (e *Enumeration) NextElement() (message.Delivery, error) {
 		return message.Delivery{}, errorf(CodeJMS, "no such element: the enumeration is closed")
 	}
 	e.promised = false
+	e.fill()
 	if e.pos >= len(e.items) {
+		if e.err != nil {
+			return message.Delivery{}, errorf(CodeJMS, "no such element: reading the queue failed: %v", e.err)
+		}
 		return message.Delivery{}, errorf(CodeJMS, "no such element")
 	}
 	d := e.items[e.pos]

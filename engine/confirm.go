@@ -169,14 +169,25 @@ func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destina
 	if err != nil {
 		return nil, err
 	}
-	if d.q != nil && d.q.bucket != "" && m.DeliveryMode == message.Persistent && deliverAt(m) == 0 {
+	if d.q != nil && d.q.bucket != "" && deliverAt(m) == 0 && (m.DeliveryMode == message.Persistent || d.q.backlogged()) {
 		if sub, ok := b.store.(store.Submitter); ok {
 			r := b.queueRef(d.q, m)
-			if !b.cfg.ConsumeBeforeStore {
+			if r.rec == nil {
+				// Non-persistent, and the backlog went meanwhile.
+				r.q.add(r)
+				return nil, nil
+			}
+			backlog, waiting := r.q.sendState()
+			if r.rec.transient {
+				backlog = true
+			}
+			if !b.cfg.ConsumeBeforeStore || backlog {
+				// Behind a backlog a message is not consumed before its
+				// write: store it first, so that it can be paged.
 				return s.writes.submit(b, sub, r), nil
 			}
 			linger := time.Duration(0)
-			if r.q.hasEligibleConsumer() {
+			if waiting {
 				linger = earlyLinger
 			}
 			return b.submitEarly(r, linger), nil

@@ -63,6 +63,10 @@ type Consumer struct {
 
 	credit  int              // guarded by q.mu
 	scratch message.Delivery // selector input, guarded by q.mu
+	// pageSeen is, per priority, the sequence number up to which the
+	// queue's paged records were searched for this consumer's selector
+	// (see page.go); guarded by q.mu.
+	pageSeen [10]uint64
 
 	bufMu  sync.Mutex
 	buf    []*ref
@@ -195,7 +199,7 @@ func (c *Consumer) markAttempts(ctx context.Context) {
 	}
 	var ops []opBuf
 	for _, r := range c.local {
-		if r.rec != nil && r.marked < r.count+1 {
+		if r.rec != nil && !r.rec.transient && r.marked < r.count+1 {
 			if b.markEarly(r, r.count+1) {
 				r.marked = r.count + 1
 				continue

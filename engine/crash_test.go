@@ -31,6 +31,10 @@ const crashEnv = "SLUICE_CRASH_CHILD"
 // ACKED once that is durable.
 const crashAckEnv = "SLUICE_CRASH_ACK"
 
+// crashWindowEnv sets the child's in-memory window of ready messages: a
+// small one keeps most of the backlog paged out, in the store only.
+const crashWindowEnv = "SLUICE_CRASH_WINDOW"
+
 func TestCrashChild(t *testing.T) {
 	mode := os.Getenv(crashEnv)
 	if mode == "" {
@@ -38,7 +42,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	dir := os.Getenv("SLUICE_CRASH_DIR")
 	st, _ := openDurable(t, dir)
-	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true})
+	window, _ := strconv.Atoi(os.Getenv(crashWindowEnv))
+	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true, WindowMessages: window})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
@@ -137,6 +142,11 @@ func TestCrashChild(t *testing.T) {
 		last = d.Tag
 		if len(batch) == 25 {
 			ack()
+			if window > 0 && mode == "load" {
+				// Fall behind the producers, so that a backlog builds up
+				// and is paged out.
+				time.Sleep(5 * time.Millisecond)
+			}
 		}
 	}
 }
@@ -155,10 +165,10 @@ func newCrashLog() *crashLog {
 	return &crashLog{sent: map[string]bool{}, acked: map[string]bool{}, taken: map[string]bool{}, received: map[string]int{}}
 }
 
-func runCrashChild(t *testing.T, dir, mode, ack string, killAfter int, log *crashLog) {
+func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter int, log *crashLog) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+mode, "SLUICE_CRASH_DIR="+dir, crashAckEnv+"="+ack)
+	cmd.Env = append(os.Environ(), crashEnv+"="+mode, "SLUICE_CRASH_DIR="+dir, crashAckEnv+"="+ack, crashWindowEnv+"="+strconv.Itoa(window))
 	inRun := map[string]bool{} // acknowledged in this run: never delivered again by it
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -237,18 +247,27 @@ func TestCrashSIGKILL(t *testing.T) {
 		t.Skip("crash test skipped in -short mode")
 	}
 	for _, ack := range []string{"sync", "confirm"} {
-		t.Run(ack, func(t *testing.T) { crashSIGKILL(t, ack) })
+		t.Run(ack, func(t *testing.T) { crashSIGKILL(t, ack, 0) })
+	}
+	// With a window of 64 the backlog is mostly paged out when the broker
+	// is killed, while loading, and killed again in the middle of the
+	// drain after the restart.
+	for _, ack := range []string{"sync", "confirm"} {
+		t.Run("paged-"+ack, func(t *testing.T) { crashSIGKILL(t, ack, 64) })
 	}
 }
 
-func crashSIGKILL(t *testing.T, ack string) {
+func crashSIGKILL(t *testing.T, ack string, window int) {
 	dir := t.TempDir()
 	log := newCrashLog()
-	runCrashChild(t, dir, "load", ack, 5000, log)
+	runCrashChild(t, dir, "load", ack, window, 3000, log)
 	if len(log.sent) == 0 {
 		t.Fatal("no send was confirmed before the kill")
 	}
-	runCrashChild(t, dir, "drain", ack, 0, log)
+	if window > 0 {
+		runCrashChild(t, dir, "drain", ack, window, 2000, log)
+	}
+	runCrashChild(t, dir, "drain", ack, window, 0, log)
 	if !log.done {
 		t.Fatal("the restarted broker did not finish draining")
 	}

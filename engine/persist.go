@@ -18,14 +18,35 @@ import (
 // by its 8-byte big-endian sequence number; each queue or durable
 // subscription holding it has a ref record under the same key in its own
 // bucket, so walking a bucket in key order rebuilds the queue in arrival
-// order. A ref record is the delivery count recorded so far (4 bytes) and
-// the time before which it is invisible (8 bytes).
+// order. A ref record (refRecordSize bytes) is what the queue needs to know
+// of a message without reading it, so that a message kept only in the
+// store (paging, see page.go) costs no memory:
+//
+//	0:4    delivery attempts recorded so far
+//	4:12   the time (ms) before which it is invisible; 0 = none
+//	12     priority
+//	13     flags: refShared when other queues' refs hold the same message;
+//	       refTransient when the message is non-persistent, written only
+//	       to wait in the store behind a backlog (recovery discards it)
+//	14:18  the message's size (message.Message.Size), for quotas
+//	18:26  its expiration (ms); 0 = never
+//
+// Stores written before paging have 12-byte ref records (count and time
+// only); recovery reads their messages to learn the rest.
 const (
 	bucketMsgs  = "msgs"
 	bucketDests = "dests"
 	bucketSubs  = "subs"
 	prefixQueue = "q:"
 	prefixSub   = "s:"
+)
+
+// Ref record sizes and flags.
+const (
+	refRecordSize       = 26
+	legacyRefRecordSize = 12
+	refShared           = 1 << 0
+	refTransient        = 1 << 1
 )
 
 func queueBucket(name string) string { return prefixQueue + name }
@@ -37,15 +58,57 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-func refValue(count int32, deliverAt int64) []byte {
-	var v [12]byte
+// refValue encodes r's ref record with count delivery attempts.
+func refValue(r *ref, count int32) []byte {
+	var v [refRecordSize]byte
 	binary.BigEndian.PutUint32(v[:4], uint32(count))
-	binary.BigEndian.PutUint64(v[4:], uint64(deliverAt))
+	binary.BigEndian.PutUint64(v[4:12], uint64(r.deliverAt))
+	v[12] = r.msg.Priority
+	if r.rec != nil && r.rec.shared {
+		v[13] |= refShared
+	}
+	if r.rec != nil && r.rec.transient {
+		v[13] |= refTransient
+	}
+	binary.BigEndian.PutUint32(v[14:18], uint32(r.size))
+	binary.BigEndian.PutUint64(v[18:26], uint64(r.msg.Expiration))
 	return v[:]
 }
 
+// refRecord is a decoded ref record.
+type refRecord struct {
+	seq        uint64
+	count      int32
+	at         int64
+	prio       uint8
+	shared     bool
+	transient  bool
+	size       int32
+	expiration int64
+	legacy     bool // 12 bytes: prio, shared, size and expiration unknown
+}
+
+// parseRefRecord decodes a ref record of bucket.
+func parseRefRecord(bucket string, k, v []byte) (refRecord, error) {
+	if len(k) != 8 || (len(v) != refRecordSize && len(v) != legacyRefRecordSize) {
+		return refRecord{}, fmt.Errorf("bad ref record in %s (key %d bytes, value %d bytes)", bucket, len(k), len(v))
+	}
+	rr := refRecord{seq: binary.BigEndian.Uint64(k), count: int32(binary.BigEndian.Uint32(v[:4])),
+		at: int64(binary.BigEndian.Uint64(v[4:12]))}
+	if len(v) == legacyRefRecordSize {
+		rr.legacy = true
+		return rr, nil
+	}
+	rr.prio = min(v[12], 9)
+	rr.shared = v[13]&refShared != 0
+	rr.transient = v[13]&refTransient != 0
+	rr.size = int32(binary.BigEndian.Uint32(v[14:18]))
+	rr.expiration = int64(binary.BigEndian.Uint64(v[18:26]))
+	return rr, nil
+}
+
 func refRecordOp(bucket string, r *ref, count int32) store.Op {
-	return store.Op{Kind: store.Put, Bucket: bucket, Key: seqKey(r.seq), Value: refValue(count, r.deliverAt)}
+	return store.Op{Kind: store.Put, Bucket: bucket, Key: seqKey(r.seq), Value: refValue(r, count)}
 }
 
 func destKey(d message.Destination) []byte {
@@ -252,8 +315,11 @@ func (b *Broker) recover(ctx context.Context) error {
 		return err
 	}
 	// Pass 1: the ref records of every queue and durable subscription, in
-	// key (arrival) order. Those due far ahead will be paged: their
-	// messages are never decoded.
+	// key (arrival) order. Only what the queue will keep in memory is
+	// noted for reading: its window of ready messages and its scheduled
+	// ones due soon. The rest stays in the store: paged (page.go), or
+	// scheduled far ahead (pager.go). Neither time nor memory grows with
+	// what stays, beyond reading its ref records once.
 	queues := map[string]*queue{}
 	for _, d := range b.dests {
 		if d.q != nil && d.q.bucket != "" {
@@ -267,53 +333,86 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := st.Buckets(func(name string) error { names = append(names, name); return nil }); err != nil {
 		return err
 	}
-	type refRecord struct {
-		seq   uint64
-		count int32
-		at    int64
-	}
 	type queueRecords struct {
-		q    *queue
-		name string
-		recs []refRecord
-	}
-	// msgInfo is what recovery knows of a message its refs name.
-	type msgInfo struct {
-		refs    int32
-		decode  bool // some ref of it is not paged
-		present bool
-		size    int32
-		msg     *message.Message
-		rec     *stored
+		q     *queue
+		name  string
+		load  []refRecord // read the message and put it in memory
+		far   []refRecord // scheduled far ahead: to the pager
+		lanes [10]pageLane
+		// pagedShared are the paged messages other queues hold too.
+		pagedShared []uint64
+		minExp      int64 // the earliest expiration of a paged message
 	}
 	now := b.nowMillis()
-	var perQueue []queueRecords
-	infos := map[uint64]*msgInfo{}
+	var perQueue []*queueRecords
+	// Store identities of messages more than one queue holds (flagged
+	// records), or of unknown holders (records of an older format).
+	shared := map[uint64]*stored{}
+	var maxSeq uint64
+	var gone []string
 	for _, name := range names {
 		if !strings.HasPrefix(name, prefixQueue) && !strings.HasPrefix(name, prefixSub) {
 			continue
 		}
 		q := queues[name]
 		if q == nil || (q.sub == nil && older[q.dest]) {
-			stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name})
+			gone = append(gone, name)
 			continue
 		}
-		qr := queueRecords{q: q, name: name}
+		qr := &queueRecords{q: q, name: name}
+		winMsgs, winBytes := q.window()
+		inMem, inMemBytes := 0, int64(0)
 		err := st.ForEach(name, func(k, v []byte) error {
-			if len(k) != 8 || len(v) != 12 {
-				return fmt.Errorf("bad ref record in %s", name)
+			rr, err := parseRefRecord(name, k, v)
+			if err != nil {
+				return err
 			}
-			rr := refRecord{seq: binary.BigEndian.Uint64(k), count: int32(binary.BigEndian.Uint32(v[:4])),
-				at: int64(binary.BigEndian.Uint64(v[4:]))}
-			qr.recs = append(qr.recs, rr)
-			info := infos[rr.seq]
-			if info == nil {
-				info = &msgInfo{}
-				infos[rr.seq] = info
+			maxSeq = max(maxSeq, rr.seq)
+			if rr.transient {
+				// A non-persistent message that waited in the store: it
+				// does not outlive the broker.
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: name, Key: seqKey(rr.seq)},
+					store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+				return nil
 			}
-			info.refs++
-			if !(b.pager.after > 0 && rr.at-now > b.pager.after) {
-				info.decode = true
+			if rr.shared || rr.legacy {
+				rec := shared[rr.seq]
+				if rec == nil {
+					rec = &stored{key: rr.seq}
+					shared[rr.seq] = rec
+				}
+				rec.refs.Add(1)
+			}
+			switch {
+			case rr.legacy:
+				qr.load = append(qr.load, rr)
+			case b.pager.after > 0 && rr.at-now > b.pager.after:
+				qr.far = append(qr.far, rr)
+				qr.lanes[rr.prio].inMemory(rr.seq)
+			case rr.at > now:
+				qr.load = append(qr.load, rr)
+				qr.lanes[rr.prio].inMemory(rr.seq)
+			default:
+				l := &qr.lanes[rr.prio]
+				if l.n == 0 && inMem < winMsgs && inMemBytes < winBytes {
+					qr.load = append(qr.load, rr)
+					l.hi = max(l.hi, rr.seq)
+					inMem++
+					inMemBytes += int64(rr.size)
+					return nil
+				}
+				if l.n == 0 {
+					l.from = rr.seq
+				}
+				l.n++
+				l.bytes += int64(rr.size)
+				l.tail = rr.seq
+				if rr.expiration != 0 && (qr.minExp == 0 || rr.expiration < qr.minExp) {
+					qr.minExp = rr.expiration
+				}
+				if rr.shared {
+					qr.pagedShared = append(qr.pagedShared, rr.seq)
+				}
 			}
 			return nil
 		})
@@ -322,66 +421,85 @@ func (b *Broker) recover(ctx context.Context) error {
 		}
 		perQueue = append(perQueue, qr)
 	}
-	// Pass 2: the messages. Unreferenced ones are stale.
-	var maxSeq uint64
-	decoded := 0
-	err = st.ForEach(bucketMsgs, func(k, v []byte) error {
-		if len(k) != 8 {
-			return fmt.Errorf("bad message key %x", k)
-		}
-		seq := binary.BigEndian.Uint64(k)
-		maxSeq = max(maxSeq, seq)
-		info := infos[seq]
-		if info == nil {
-			stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(seq)})
+	// The buckets of deleted queues and subscriptions go, with the
+	// messages no live queue holds.
+	for _, name := range gone {
+		err := st.ForEach(name, func(k, v []byte) error {
+			rr, err := parseRefRecord(name, k, v)
+			if err != nil {
+				return nil // going anyway
+			}
+			if shared[rr.seq] == nil {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+			}
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		info.present = true
-		info.size = int32(len(v))
-		if info.decode {
-			m := new(message.Message)
-			if err := m.UnmarshalBinary(v); err != nil {
-				return fmt.Errorf("message %d: %w", seq, err)
-			}
-			info.msg = m
-			info.size = int32(m.Size())
-			decoded++
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+		stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name})
 	}
-	// Pass 3: rebuild each queue in order; paged refs go to the pager.
-	loaded, paged := 0, 0
-	for _, qr := range perQueue {
-		var refs []*ref
-		var pagedRefs []pagedRef
-		for _, rr := range qr.recs {
-			info := infos[rr.seq]
-			if !info.present {
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: qr.name, Key: seqKey(rr.seq)})
-				continue
-			}
-			if info.rec == nil {
-				info.rec = &stored{key: rr.seq}
-				info.rec.refs.Store(info.refs)
-			}
-			if b.pager.after > 0 && rr.at-now > b.pager.after {
-				e := pagedRef{at: rr.at, seq: rr.seq, q: qr.q, count: rr.count, size: info.size}
-				if info.refs > 1 {
-					e.rec = info.rec
-				}
-				pagedRefs = append(pagedRefs, e)
-				continue
-			}
-			refs = append(refs, &ref{msg: info.msg, rec: info.rec, seq: rr.seq, q: qr.q, count: rr.count, marked: rr.count,
-				size: info.size, deliverAt: rr.at})
+	for _, rec := range shared {
+		rec.shared = rec.refs.Load() > 1
+	}
+	recOf := func(rr refRecord) *stored {
+		if rec := shared[rr.seq]; rec != nil {
+			return rec
 		}
-		loaded += len(refs) + len(pagedRefs)
-		paged += len(pagedRefs)
-		if len(pagedRefs) > 0 {
-			qr.q.addPaged(pagedRefs)
+		rec := &stored{key: rr.seq}
+		rec.refs.Store(1)
+		return rec
+	}
+	// Pass 2: read the messages kept in memory, and put every queue
+	// together: its paged lanes first, then what it keeps in memory, in
+	// arrival order, through add (which pages what no longer fits).
+	loaded, paged, decoded := 0, 0, 0
+	for _, qr := range perQueue {
+		msgs, err := b.readMessages(qr.load)
+		if err != nil {
+			return err
+		}
+		refs := make([]*ref, 0, len(qr.load))
+		for i, rr := range qr.load {
+			m := msgs[i]
+			if m == nil {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: qr.name, Key: seqKey(rr.seq)})
+				if rec := shared[rr.seq]; rec != nil {
+					rec.refs.Add(-1)
+				}
+				continue
+			}
+			decoded++
+			size := rr.size
+			if rr.legacy {
+				size = int32(m.Size())
+			}
+			r := &ref{msg: m, rec: recOf(rr), seq: rr.seq, q: qr.q, count: rr.count, marked: rr.count, size: size, deliverAt: rr.at}
+			if rr.legacy {
+				// Rewritten in the current format.
+				stale = append(stale, refRecordOp(qr.name, r, rr.count))
+			}
+			refs = append(refs, r)
+		}
+		var far []pagedRef
+		for _, rr := range qr.far {
+			e := pagedRef{at: rr.at, seq: rr.seq, q: qr.q, count: rr.count, size: rr.size}
+			if rec := shared[rr.seq]; rec != nil {
+				e.rec = rec
+			}
+			far = append(far, e)
+		}
+		var sharedPaged map[uint64]*stored
+		for _, seq := range qr.pagedShared {
+			if sharedPaged == nil {
+				sharedPaged = make(map[uint64]*stored, len(qr.pagedShared))
+			}
+			sharedPaged[seq] = shared[seq]
+		}
+		paged += qr.q.installPages(qr.lanes, sharedPaged, qr.minExp)
+		loaded += len(refs) + len(far)
+		if len(far) > 0 {
+			qr.q.addPaged(far)
 		}
 		if len(refs) > 0 {
 			qr.q.addAgain(refs)
@@ -394,7 +512,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	}
 	b.seq.Store(maxSeq)
 	b.log.Info("store recovered", slog.Int("destinations", len(b.dests)), slog.Int("durable_subscriptions", len(b.subs)),
-		slog.Int("messages", len(infos)), slog.Int("decoded", decoded), slog.Int("refs", loaded), slog.Int("paged", paged),
-		slog.Int("stale_records_removed", len(stale)))
+		slog.Int("decoded", decoded), slog.Int("in_memory", loaded), slog.Int("paged", paged),
+		slog.Int("records_rewritten_or_removed", len(stale)))
 	return nil
 }

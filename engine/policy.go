@@ -61,6 +61,12 @@ type Policy struct {
 	// BlockingSendTimeout is how long a send waits for quota before it fails
 	// with a resource-allocation error; 0 fails at once.
 	BlockingSendTimeout time.Duration
+	// WindowMessages and WindowBytes bound the ready messages a queue or
+	// durable subscription keeps in memory; further persistent ones wait
+	// only in the store (paging). 0 takes Config.WindowMessages and
+	// Config.WindowBytes.
+	WindowMessages int
+	WindowBytes    int64
 }
 
 // DefaultPolicy returns a Policy that overrides nothing.
@@ -102,6 +108,14 @@ type Config struct {
 	// PageLookahead is how long before its time a paged message is read back
 	// (zero means DefaultPageLookahead).
 	PageLookahead time.Duration
+	// WindowMessages and WindowBytes bound the ready messages each queue
+	// and durable subscription keeps in memory unless its Policy says
+	// otherwise: past them, persistent messages wait in the store only and
+	// are read back in delivery order as the window drains (see page.go).
+	// Zero means DefaultWindowMessages and DefaultWindowBytes; negative
+	// keeps every ready message in memory.
+	WindowMessages int
+	WindowBytes    int64
 	// ObserveDelivery, when set, is told of every message delivered to an
 	// application with how long it waited since it became deliverable (its
 	// delivery time, or its timestamp): the delivery-latency metric. It runs
@@ -132,6 +146,20 @@ type Config struct {
 	// subscriptions are discarded; one created after it makes New fail (the
 	// clock was set back, or another configuration is in use).
 	Destinations []ConfiguredDestination
+	// MemoryLimit is the broker-wide limit on message memory, in bytes:
+	// when the live Go heap (MemoryUsage) reaches it, the flow gate
+	// (Broker.Flow) holds producers until it falls below
+	// MemoryReleasePercent of it. Zero means no limit. The garbage the
+	// heap holds besides is the Go runtime's to bound (its soft memory
+	// limit, which the composition root sets).
+	MemoryLimit int64
+	// MemoryUsage measures the memory the limit applies to; nil measures
+	// the Go heap's live objects as the last garbage collection found them
+	// (runtime/metrics /gc/heap/live:bytes). Tests set it.
+	MemoryUsage func() int64
+	// MemoryCheckInterval is how often the memory is measured; zero means
+	// DefaultMemoryCheckInterval.
+	MemoryCheckInterval time.Duration
 }
 
 // ConfiguredDestination is a destination of the configuration with its

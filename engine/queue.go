@@ -26,6 +26,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,20 +45,24 @@ type queue struct {
 	sub    *subscription       // non-nil when this queue is a topic subscription
 	bucket string              // store bucket of its refs; "" when nothing is stored
 
-	mu        sync.Mutex // see the lock order at the top of this file
-	quota     quota      // sends waiting for room: freed when messages or reservations leave
-	ready     [10]refList
-	nready    int
-	consumers []*Consumer
-	rr        int
-	inflight  int
-	scheduled int
-	count     int64  // refs held in any state but gone
-	gen       uint32 // bumped by a deletion: scheduled refs of older generations are dropped when they wake
-	bytes     int64
-	deleted   bool
-	stats     queueStats
-	delivered atomic.Uint64 // deliveries to consumers; bumped without mu
+	mu     sync.Mutex // see the lock order at the top of this file
+	quota  quota      // sends waiting for room: freed when messages or reservations leave
+	ready  [10]refList
+	nready int
+	// readyBytes is the size of the ready refs in memory, and pg the
+	// messages paged out of memory (page.go).
+	readyBytes int64
+	pg         pages
+	consumers  []*Consumer
+	rr         int
+	inflight   int
+	scheduled  int
+	count      int64  // refs held in any state but gone
+	gen        uint32 // bumped by a deletion: scheduled refs of older generations are dropped when they wake
+	bytes      int64
+	deleted    bool
+	stats      queueStats
+	delivered  atomic.Uint64 // deliveries to consumers; bumped without mu
 
 	// Room reserved under the quota by sends in progress, by message
 	// (reserve): a send takes its room when it checks the quota, so that
@@ -184,6 +189,7 @@ func (q *queue) add(refs ...*ref) {
 				r.gen = q.gen
 				r.state = refScheduled
 				q.scheduled++
+				q.inMemoryLocked(r)
 				undue = append(undue, r)
 				continue
 			}
@@ -192,12 +198,13 @@ func (q *queue) add(refs ...*ref) {
 			r.gen = q.gen
 			r.state = refScheduled
 			q.scheduled++
+			q.inMemoryLocked(r)
 			due = append(due, r)
 			continue
 		}
-		r.state = refReady
-		q.ready[r.msg.Priority].insert(r)
-		q.nready++
+		if !q.pageOutLocked(r) {
+			q.readyInsert(r)
+		}
 	}
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
@@ -302,9 +309,7 @@ func (q *queue) wake(refs []*ref) {
 				continue
 			}
 		}
-		r.state = refReady
-		q.ready[r.msg.Priority].insert(r)
-		q.nready++
+		q.readyInsert(r)
 	}
 	if len(retry) > 0 {
 		q.quota.freed()
@@ -338,11 +343,13 @@ func (q *queue) kick() {
 // for the caller to handle after unlocking.
 func (q *queue) dispatchLocked() (expired []*ref) {
 	n := len(q.consumers)
-	if n == 0 || q.nready == 0 {
+	if n == 0 || (q.nready == 0 && q.pg.n == 0) {
 		return nil
 	}
 	var now int64 // read from the clock only when a message can expire
-	for q.nready > 0 {
+	// With nothing ready in memory but messages paged, one round finds
+	// no message and asks the page worker for them (takeFor).
+	for q.nready > 0 || q.pg.n > 0 {
 		progress := false
 		for i := 0; i < n; i++ {
 			c := q.consumers[(q.rr+i)%n]
@@ -380,7 +387,7 @@ func (q *queue) takeFor(c *Consumer, now *int64, expired *[]*ref) *ref {
 			if r.msg.Expiration != 0 && r.msg.Expiration <= *now {
 				l.removeAt(i)
 				i--
-				q.nready--
+				q.readyRemoved(r)
 				r.state = refGone
 				*expired = append(*expired, r)
 				continue
@@ -389,8 +396,12 @@ func (q *queue) takeFor(c *Consumer, now *int64, expired *[]*ref) *ref {
 				continue
 			}
 			l.removeAt(i)
-			q.nready--
+			q.readyRemoved(r)
 			return r
+		}
+		if q.pg.lanes[p].n > 0 && q.pagedStopLocked(c, p) {
+			// The next message for c in delivery order is in the store.
+			return nil
 		}
 	}
 	return nil
@@ -482,7 +493,7 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	if failed && pol.RedeliveryDelayOverride >= 0 {
 		delay = pol.RedeliveryDelayOverride
 	}
-	var later []*ref
+	var later, gone []*ref
 	q.mu.Lock()
 	for _, r := range refs {
 		if r.state != refInflight {
@@ -494,9 +505,12 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		r.owner = nil
 		q.inflight--
 		if q.deleted {
+			// Its record went with the queue's bucket; its message goes
+			// when no other queue holds it.
 			r.state = refGone
 			q.count--
 			q.bytes -= int64(r.size)
+			gone = append(gone, r)
 			continue
 		}
 		if r.count > 0 {
@@ -532,12 +546,11 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 		if delayed {
 			r.state = refScheduled
 			q.scheduled++
+			q.inMemoryLocked(r)
 			later = append(later, r)
 			continue
 		}
-		r.state = refReady
-		q.ready[r.msg.Priority].insert(r)
-		q.nready++
+		q.readyInsert(r)
 	}
 	q.quota.freed()
 	expired := q.dispatchLocked()
@@ -547,6 +560,9 @@ func (q *queue) requeue(refs []*ref, failed bool, delay time.Duration) (undelive
 	}
 	q.b.schedule(later, now)
 	q.b.expireRefs(q, expired)
+	if len(gone) > 0 {
+		q.b.dropRefs(gone)
+	}
 	return undeliverable, held, ops
 }
 
@@ -568,12 +584,11 @@ func (q *queue) release(held []*ref) {
 		if r.deliverAt > now {
 			r.state = refScheduled
 			q.scheduled++
+			q.inMemoryLocked(r)
 			later = append(later, r)
 			continue
 		}
-		r.state = refReady
-		q.ready[r.msg.Priority].insert(r)
-		q.nready++
+		q.readyInsert(r)
 	}
 	expired := q.dispatchLocked()
 	q.mu.Unlock()
@@ -613,10 +628,39 @@ func (q *queue) creditOf(c *Consumer) int {
 	return c.credit
 }
 
+// backlogged reports whether q's ready messages fill its window, or some
+// wait in the store: a message sent now goes behind them.
+func (q *queue) backlogged() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pg.n > 0 || q.windowFullLocked()
+}
+
+// sendState reports whether q has a backlog that fills its window (a new
+// message waits behind it, maybe in the store only) and, if not, whether a
+// consumer could take a message now.
+func (q *queue) sendState() (backlog, waiting bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pg.n > 0 || (q.bucket != "" && q.windowFullLocked()) {
+		return true, false
+	}
+	for _, c := range q.consumers {
+		if c.eligible() {
+			return false, true
+		}
+	}
+	return false, false
+}
+
 // hasEligibleConsumer reports whether a consumer could take a message now.
 func (q *queue) hasEligibleConsumer() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.pg.n > 0 || (q.bucket != "" && q.windowFullLocked()) {
+		// A backlog waits: a new message goes behind it.
+		return false
+	}
 	for _, c := range q.consumers {
 		if c.eligible() {
 			return true
@@ -667,7 +711,7 @@ func (q *queue) expireScan(now int64) {
 			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
 				l.removeAt(i)
 				i--
-				q.nready--
+				q.readyRemoved(r)
 				r.state = refGone
 				expired = append(expired, r)
 			}
@@ -675,6 +719,7 @@ func (q *queue) expireScan(now int64) {
 	}
 	q.mu.Unlock()
 	q.b.expireRefs(q, expired)
+	q.expirePaged(now)
 }
 
 // forgetExpired updates counters for refs removed as expired.
@@ -688,23 +733,32 @@ func (q *queue) forgetExpired(n int, bytes int64) {
 	q.roomFreed()
 }
 
-// snapshot returns the ready and scheduled refs in delivery order (priority,
-// then arrival) for browsing, filtered by accept.
+// snapshot returns the ready refs, paged ones included (read back, not put
+// in the queue), in delivery order (priority, then arrival) for browsing,
+// filtered by accept.
 func (q *queue) snapshot(accept func(*ref) bool) []*ref {
 	now := q.b.nowMillis()
+	live := func(r *ref) bool {
+		return (r.msg.Expiration == 0 || r.msg.Expiration > now) && (accept == nil || accept(r))
+	}
+	paged, err := q.pagedWaiting(live)
+	if err != nil {
+		q.b.log.Error("read paged messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []*ref
 	for p := 9; p >= 0; p-- {
+		laneStart := len(out)
+		out = append(out, paged[p]...)
 		l := &q.ready[p]
 		for i := 0; i < l.len(); i++ {
-			r := l.at(i)
-			if r.msg.Expiration != 0 && r.msg.Expiration <= now {
-				continue
-			}
-			if accept == nil || accept(r) {
+			if r := l.at(i); live(r) {
 				out = append(out, r)
 			}
+		}
+		if len(paged[p]) > 0 {
+			sortRefsBySeq(out[laneStart:])
 		}
 	}
 	return out
@@ -831,7 +885,8 @@ func (q *queue) unreserveLocked(m *message.Message) bool {
 func (q *queue) info(into *DestinationInfo) {
 	q.mu.Lock()
 	into.Messages += q.count
-	into.Ready += q.nready
+	into.Ready += q.nready + int(q.pg.n)
+	q.pagedInfoLocked(into)
 	into.InFlight += q.inflight
 	into.Scheduled += q.scheduled
 	into.Bytes += q.bytes
@@ -902,17 +957,31 @@ func (q *queue) scheduledRefs() []*ref {
 // arrival. Expired ready refs are left out. It changes nothing.
 func (q *queue) waiting(match func(*ref) bool) []waiting {
 	cands := q.scheduledRefs()
+	paged, err := q.pagedWaiting(match)
+	if err != nil {
+		q.b.log.Error("read paged messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
+	}
 	now := q.b.nowMillis()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.waitingLocked(now, cands, match)
+	return q.waitingLocked(now, cands, &paged, match)
 }
 
-// waitingLocked is waiting once the scheduled candidates are gathered.
-// With a nil match it returns every waiting ref, expired ready ones too.
-func (q *queue) waitingLocked(now int64, cands []*ref, match func(*ref) bool) []waiting {
+// waitingLocked is waiting once the scheduled candidates (and paged
+// messages, read back by lane, if any) are gathered. With a nil match it
+// returns every waiting ref, expired ready ones too.
+func (q *queue) waitingLocked(now int64, cands []*ref, paged *[10][]*ref, match func(*ref) bool) []waiting {
 	var out []waiting
 	for p := 9; p >= 0; p-- {
+		laneStart := len(out)
+		if paged != nil && len(paged[p]) > 0 {
+			for _, r := range paged[p] {
+				if r.msg.Expiration != 0 && r.msg.Expiration <= now && match != nil {
+					continue
+				}
+				out = append(out, waiting{r: r, count: r.count})
+			}
+		}
 		l := &q.ready[p]
 		for i := 0; i < l.len(); i++ {
 			r := l.at(i)
@@ -926,6 +995,9 @@ func (q *queue) waitingLocked(now int64, cands []*ref, match func(*ref) bool) []
 			if match(r) {
 				out = append(out, waiting{r: r, count: r.count})
 			}
+		}
+		if paged != nil && len(paged[p]) > 0 {
+			slices.SortFunc(out[laneStart:], func(a, b waiting) int { return cmp.Compare(a.r.seq, b.r.seq) })
 		}
 	}
 	first := len(out)
@@ -1006,7 +1078,7 @@ func (q *queue) take(match func(*ref) bool) taken {
 	now := q.b.nowMillis()
 	var stale []*ref
 	q.mu.Lock()
-	ws := q.waitingLocked(now, cands, match)
+	ws := q.waitingLocked(now, cands, nil, match)
 	taken := make(map[*ref]struct{}, len(ws))
 	t.refs = make([]*ref, len(ws))
 	for i, w := range ws {
@@ -1021,7 +1093,7 @@ func (q *queue) take(match func(*ref) bool) taken {
 		kept := l.items[:l.head]
 		for _, r := range l.items[l.head:] {
 			if _, ok := taken[r]; ok {
-				q.nready--
+				q.readyRemoved(r)
 				continue
 			}
 			kept = append(kept, r)
@@ -1129,9 +1201,12 @@ func (q *queue) restore(t taken) {
 }
 
 // drainAll removes every ready ref of a queue being deleted and returns
-// them; its scheduled refs are dropped when they wake.
-func (q *queue) drainAll(markDeleted bool) []*ref {
+// them, with its paged messages (whose store records the deletion removes:
+// see Broker.deletePagedMessages); its scheduled refs are dropped when
+// they wake.
+func (q *queue) drainAll(markDeleted bool) ([]*ref, droppedPages) {
 	q.mu.Lock()
+	dropped := q.dropPagesLocked()
 	var out []*ref
 	for p := range q.ready {
 		l := &q.ready[p]
@@ -1141,7 +1216,7 @@ func (q *queue) drainAll(markDeleted bool) []*ref {
 			out = append(out, r)
 		}
 	}
-	q.nready = 0
+	q.nready, q.readyBytes = 0, 0
 	q.count -= int64(q.scheduled)
 	q.scheduled = 0
 	q.gen++
@@ -1154,5 +1229,5 @@ func (q *queue) drainAll(markDeleted bool) []*ref {
 	}
 	q.quota.freed()
 	q.mu.Unlock()
-	return out
+	return out, dropped
 }

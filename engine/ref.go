@@ -15,6 +15,7 @@ const (
 	refInflight                  // dispatched to a consumer, not yet settled
 	refGone                      // acknowledged, expired, moved or purged
 	refHeld                      // back from a consumer, waiting for its store record
+	refPaged                     // left memory: only its store record holds it (page.go)
 )
 
 // stored is the store-side identity of a persistent message shared by the
@@ -23,6 +24,13 @@ const (
 type stored struct {
 	key  uint64
 	refs atomic.Int32
+	// shared is set, before any of its refs is enqueued, when more than
+	// one queue holds the message (a topic's subscriptions): its ref
+	// records say so, so that recovery and paging count its holders.
+	shared bool
+	// transient is set for a non-persistent message written only to wait
+	// in the store behind a backlog (queueRef): recovery discards it.
+	transient bool
 	// early is set for a message sent "consume before store": its first
 	// write may still be taken back (see early.go).
 	early *earlyWrite

@@ -158,6 +158,9 @@ func (t *topic) publish(b *Broker, m *message.Message, seq uint64) []*ref {
 		}
 	}
 	t.mu.RUnlock()
+	if rec != nil && rec.refs.Load() > 1 {
+		rec.shared = true
+	}
 	return refs
 }
 
@@ -367,8 +370,9 @@ func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string)
 // dropSubscription removes a subscription, its messages and its record.
 func (b *Broker) dropSubscription(ctx context.Context, s *subscription) error {
 	s.topic.t.remove(s)
-	refs := s.q.drainAll(true)
+	refs, paged := s.q.drainAll(true)
 	s.topic.t.roomFreed()
+	b.deletePagedMessages(ctx, s.q.bucket, paged)
 	ops := b.storeOpsForRemove(refs, nil)
 	if s.q.bucket != "" {
 		ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: s.q.bucket},

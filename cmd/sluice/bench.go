@@ -46,6 +46,13 @@ Scenarios (every option below can change them):
               100k messages of each phase and its RSS (/proc/PID/status
               VmRSS) before the fill, after it and after the drain. Its
               latencies include the time in the backlog.
+  slow        (STOMP) a subscriber that subscribes, then never reads its
+              socket, while the producers send --count messages of --size
+              bytes with receipts (--receipt-window, default 64): with
+              --broker-pid the report gives the broker's RSS before, at its
+              peak and after, what a consumer that reads nothing costs it.
+              Producers held by the broker's flow control are waited for up
+              to --drain-timeout without a receipt.
 
 Every run is bounded (--count or --duration). It reports the rates, the
 end-to-end latency percentiles (from a send timestamp in each message, so
@@ -78,11 +85,13 @@ type benchFlags struct {
 	data       string
 	cpuprofile string
 	pprofAddr  string
+	// runSlow runs the slow scenario against addr (STOMP only).
+	runSlow func(ctx context.Context, addr string, o loadgen.Options) (*loadgen.SlowReport, error)
 }
 
 func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.addr, "addr", "", "broker address host:port (default: start a Sluice in this process)")
-	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent, fanout or backlog")
+	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent, fanout, backlog or slow (STOMP)")
 	f.IntVar(&b.o.Count, "count", 0, "messages to send in all (default: 100000 for queue, 5000 for persistent, fanout and backlog, unless --duration)")
 	f.DurationVar(&b.o.Duration, "duration", 0, "send for this long instead (with --count too: whichever ends first)")
 	f.Float64Var(&b.o.Rate, "rate", 0, "pace the sends: this many messages/s across the producers, evenly spaced (0: as fast as the broker takes them)")
@@ -100,6 +109,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Destination, "destination", "", "use this destination name as it is (a reused queue's leftovers are counted as foreign)")
 	f.DurationVar(&b.o.DrainTimeout, "drain-timeout", 10*time.Second, "after sending, give up once no message arrived for this long")
 	f.IntVar(&b.o.BrokerPID, "broker-pid", 0, "measure this process's CPU time (/proc/PID/stat) over the run, and with --scenario backlog its RSS (/proc/PID/status)")
+	f.StringVar(&b.o.AfterFill, "after-fill", "", "with --scenario backlog: a shell command run between the fill and the drain, with SLUICE_BENCH_QUEUE and SLUICE_BENCH_BROKER_PID set (e.g. one that restarts the broker and waits until it is ready); a number on its last line of output is the broker's PID from then on")
 	f.StringVar(&b.o.Label, "label", "", "name of the broker in the report and in summaries (default: protocol and address)")
 	f.BoolVar(&b.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&b.data, "data", "", "in-process Sluice: data directory (default: a temporary one, removed afterwards)")
@@ -116,6 +126,21 @@ func (b *benchFlags) options(flags *pflag.FlagSet) (loadgen.Options, error) {
 		if (flags.Changed("persistent") && !o.Persistent) || (flags.Changed("receipts") && !o.Receipts) {
 			return o, fmt.Errorf("the %s scenario is persistent with receipts: use --scenario queue to turn either off", o.Scenario)
 		}
+	}
+	if o.Scenario == loadgen.ScenarioSlow {
+		if b.runSlow == nil {
+			return o, errors.New("the slow scenario is for STOMP (sluice bench stomp)")
+		}
+		if o.Count == 0 {
+			o.Count = 5000
+		}
+		if !flags.Changed("receipt-window") {
+			o.ReceiptWindow = 64
+		}
+		if o.Prefix == "" {
+			o.Prefix = "sluicebench"
+		}
+		return o, nil
 	}
 	if o.Scenario == loadgen.ScenarioBacklog && !flags.Changed("receipt-window") {
 		o.ReceiptWindow = 0 // the scenario's default
@@ -167,6 +192,19 @@ func (b *benchFlags) run(cmd *cobra.Command, amqp bool, newDriver func(addr stri
 			return err
 		}
 		defer stopProf()
+	}
+	if o.Scenario == loadgen.ScenarioSlow {
+		rep, err := b.runSlow(ctx, addr, o)
+		if err != nil {
+			return err
+		}
+		if err := rep.Write(cmd.OutOrStdout(), b.jsonOut); err != nil {
+			return err
+		}
+		if !rep.OK() {
+			return errors.New("the run failed: see the report")
+		}
+		return nil
 	}
 	d, err := newDriver(addr)
 	if err != nil {
@@ -267,6 +305,9 @@ func newBenchSTOMPCommand() *cobra.Command {
 		},
 	}
 	b.register(cmd.Flags())
+	b.runSlow = func(ctx context.Context, addr string, o loadgen.Options) (*loadgen.SlowReport, error) {
+		return loadgen.RunSlow(ctx, addr, login, passcode, host, o)
+	}
 	cmd.Flags().StringVar(&login, "login", "", "CONNECT login")
 	cmd.Flags().StringVar(&passcode, "passcode", "", "CONNECT passcode")
 	cmd.Flags().StringVar(&client, "client", loadgen.ClientGoSTOMP, "STOMP client: go-stomp (github.com/go-stomp/stomp/v3) or lean (a minimal client that costs far less CPU, for when go-stomp is the bottleneck)")

@@ -53,6 +53,13 @@ type Store interface {
 	// during the call. A missing bucket or key yields no call. It sees
 	// every Update that has returned.
 	Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error
+	// Range calls fn for the keys of bucket from from (inclusive; nil is
+	// the first key) in ascending byte order, at most limit of them (0: no
+	// limit), in one consistent view. Key and value are valid only during
+	// the call. It sees every Update that has returned. An error from fn
+	// stops the walk and is returned. The engine reads the messages it
+	// keeps out of memory (paging) with it.
+	Range(bucket string, from []byte, limit int, fn func(key, value []byte) error) error
 	// Buckets calls fn with the name of every bucket, in ascending order.
 	Buckets(fn func(name string) error) error
 	// Close waits for pending updates and releases the store. Updates after

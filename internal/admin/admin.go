@@ -116,7 +116,7 @@ func New(opts Options) *Server {
 		if opts.AuthMetrics != nil {
 			s.reg.MustRegister(opts.AuthMetrics.attempts, opts.AuthMetrics.denied)
 		}
-		s.reg.MustRegister(newTotalsCollector(s.eng, opts.DataDir))
+		s.reg.MustRegister(newTotalsCollector(s.eng, opts.DataDir), newFlowCollector(s.eng))
 		if opts.StoreSync != nil {
 			s.reg.MustRegister(opts.StoreSync.h)
 		}

@@ -268,25 +268,55 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 // Overview
 
 type overviewResponse struct {
-	Version              string  `json:"version"`
-	Started              string  `json:"started"`
-	UptimeSeconds        float64 `json:"uptimeSeconds"`
-	Ready                bool    `json:"ready"`
-	Queues               int     `json:"queues"`
-	Topics               int     `json:"topics"`
-	Temporary            int     `json:"temporary"`
-	Messages             int64   `json:"messages"`
-	InFlight             int     `json:"inFlight"`
-	Scheduled            int     `json:"scheduled"`
-	Bytes                int64   `json:"bytes"`
-	Consumers            int     `json:"consumers"`
-	Connections          int     `json:"connections"`
-	DurableSubscriptions int     `json:"durableSubscriptions"`
-	Enqueued             uint64  `json:"enqueued"`
-	Dequeued             uint64  `json:"dequeued"`
-	Expired              uint64  `json:"expired"`
-	Redelivered          uint64  `json:"redelivered"`
-	Time                 int64   `json:"time"`
+	Version              string   `json:"version"`
+	Started              string   `json:"started"`
+	UptimeSeconds        float64  `json:"uptimeSeconds"`
+	Ready                bool     `json:"ready"`
+	Queues               int      `json:"queues"`
+	Topics               int      `json:"topics"`
+	Temporary            int      `json:"temporary"`
+	Messages             int64    `json:"messages"`
+	InFlight             int      `json:"inFlight"`
+	Scheduled            int      `json:"scheduled"`
+	Paged                int64    `json:"paged"`
+	Bytes                int64    `json:"bytes"`
+	Consumers            int      `json:"consumers"`
+	Connections          int      `json:"connections"`
+	DurableSubscriptions int      `json:"durableSubscriptions"`
+	Enqueued             uint64   `json:"enqueued"`
+	Dequeued             uint64   `json:"dequeued"`
+	Expired              uint64   `json:"expired"`
+	Redelivered          uint64   `json:"redelivered"`
+	Flow                 flowJSON `json:"flow"`
+	Time                 int64    `json:"time"`
+}
+
+// flowJSON is the state of the engine's flow gate: whether producers are
+// held, why and since when, and the limits behind it.
+type flowJSON struct {
+	Blocked        bool     `json:"blocked"`
+	Reasons        []string `json:"reasons"`
+	Since          string   `json:"since,omitempty"`
+	BlockedSeconds float64  `json:"blockedSeconds"`
+	MemoryLimit    int64    `json:"memoryLimit"`
+	MemoryUsed     int64    `json:"memoryUsed"`
+	DiskFreeLimit  int64    `json:"diskFreeLimit"`
+	DiskFree       int64    `json:"diskFree"`
+}
+
+func flowOf(st engine.FlowStats) flowJSON {
+	f := flowJSON{Blocked: st.Blocked(), Reasons: []string{}, BlockedSeconds: st.BlockedTime.Seconds(),
+		MemoryLimit: st.MemoryLimit, MemoryUsed: st.MemoryUsed, DiskFreeLimit: st.DiskFreeLimit, DiskFree: st.DiskFree}
+	if st.Reasons&engine.FlowMemory != 0 {
+		f.Reasons = append(f.Reasons, "memory")
+	}
+	if st.Reasons&engine.FlowDisk != 0 {
+		f.Reasons = append(f.Reasons, "disk")
+	}
+	if !st.Since.IsZero() {
+		f.Since = st.Since.UTC().Format(time.RFC3339Nano)
+	}
+	return f
 }
 
 func (s *Server) overview(w http.ResponseWriter, _ *http.Request) {
@@ -304,6 +334,7 @@ func (s *Server) overview(w http.ResponseWriter, _ *http.Request) {
 		o.Messages += d.Messages
 		o.InFlight += d.InFlight
 		o.Scheduled += d.Scheduled
+		o.Paged += d.Paged
 		o.Bytes += d.Bytes
 		o.Consumers += d.Consumers
 		o.Enqueued += d.Enqueued
@@ -312,6 +343,7 @@ func (s *Server) overview(w http.ResponseWriter, _ *http.Request) {
 		o.Redelivered += d.Redelivered
 	}
 	o.Connections = len(s.eng.Connections())
+	o.Flow = flowOf(s.eng.Flow().Stats())
 	for _, sub := range s.eng.Subscriptions() {
 		if sub.Durable {
 			o.DurableSubscriptions++
@@ -332,6 +364,8 @@ type destinationJSON struct {
 	Ready           int    `json:"ready"`
 	InFlight        int    `json:"inFlight"`
 	Scheduled       int    `json:"scheduled"`
+	Paged           int64  `json:"paged"`
+	PagedBytes      int64  `json:"pagedBytes"`
 	Bytes           int64  `json:"bytes"`
 	Consumers       int    `json:"consumers"`
 	Subscriptions   int    `json:"subscriptions"`
@@ -349,7 +383,7 @@ type destinationJSON struct {
 func toDestinationJSON(d engine.DestinationInfo) destinationJSON {
 	return destinationJSON{Kind: d.Kind.String(), Name: d.Name, Destination: d.Destination().String(),
 		Temporary: d.Kind.IsTemporary(), Messages: d.Messages, Ready: d.Ready, InFlight: d.InFlight,
-		Scheduled: d.Scheduled, Bytes: d.Bytes, Consumers: d.Consumers, Subscriptions: d.Subscriptions,
+		Scheduled: d.Scheduled, Paged: d.Paged, PagedBytes: d.PagedBytes, Bytes: d.Bytes, Consumers: d.Consumers, Subscriptions: d.Subscriptions,
 		Enqueued: d.Enqueued, Dequeued: d.Dequeued, Expired: d.Expired, Redelivered: d.Redelivered,
 		Undelivered: d.Undelivered, Delivered: d.Delivered, Created: d.Created.UTC().Format(time.RFC3339Nano),
 		OldestTimestamp: d.OldestTimestamp, Owner: d.Owner}

@@ -23,6 +23,7 @@ type collector struct {
 	inFlight    *prometheus.Desc
 	scheduled   *prometheus.Desc
 	bytes       *prometheus.Desc
+	paged       *prometheus.Desc
 	consumers   *prometheus.Desc
 	oldest      *prometheus.Desc
 	enqueued    *prometheus.Desc
@@ -58,6 +59,7 @@ func newCollector(eng *engine.Broker, version string, storeStats func() StoreSta
 		inFlight:    d("sluice_destination_messages_in_flight", "Messages delivered to consumers and not yet acknowledged.", dl),
 		scheduled:   d("sluice_destination_messages_scheduled", "Messages waiting for their delivery time (time-to-deliver or redelivery delay).", dl),
 		bytes:       d("sluice_destination_bytes", "Size of the messages a destination holds, in bytes.", dl),
+		paged:       d("sluice_destination_paged_messages", "Ready messages of a destination kept only in the store: its in-memory window is full.", dl),
 		consumers:   d("sluice_destination_consumers", "Consumers attached to a destination.", dl),
 		oldest:      d("sluice_destination_oldest_message_age_seconds", "Age of the oldest message ready for delivery (0 when none is).", dl),
 		enqueued:    d("sluice_destination_enqueued_total", "Messages added to a destination since it was created or the broker started.", dl),
@@ -82,7 +84,7 @@ func newCollector(eng *engine.Broker, version string, storeStats func() StoreSta
 
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.buildInfo, c.messages, c.inFlight, c.scheduled, c.bytes, c.consumers, c.oldest,
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.messages, c.inFlight, c.scheduled, c.bytes, c.paged, c.consumers, c.oldest,
 		c.enqueued, c.dequeued, c.expired, c.redelivered, c.undelivered, c.delivered, c.temporary, c.subPending, c.subActive,
 		c.conns, c.sessions} {
 		ch <- d
@@ -110,6 +112,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.inFlight, gauge, float64(d.InFlight), l...)
 		ch <- prometheus.MustNewConstMetric(c.scheduled, gauge, float64(d.Scheduled), l...)
 		ch <- prometheus.MustNewConstMetric(c.bytes, gauge, float64(d.Bytes), l...)
+		ch <- prometheus.MustNewConstMetric(c.paged, gauge, float64(d.Paged), l...)
 		ch <- prometheus.MustNewConstMetric(c.consumers, gauge, float64(d.Consumers), l...)
 		age := 0.0
 		if d.OldestTimestamp > 0 && d.OldestTimestamp < now {

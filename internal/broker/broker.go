@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -48,7 +49,8 @@ type Broker struct {
 	// tls are the TLS configurations of the TLS listeners by name
 	// (stomps, amqps, admin, websocket), fixed once Start returns.
 	tls       map[string]*tlsconf.Reloader
-	stopWatch context.CancelFunc // ends the TLS file watchers
+	stopWatch context.CancelFunc // ends the TLS file watchers and the disk watcher
+	restoreGC func()             // puts back the runtime's memory limit (flow.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -64,6 +66,10 @@ type Broker struct {
 type startOptions struct {
 	// tlsPoll is how often the TLS files are looked at for changes.
 	tlsPoll time.Duration
+	// diskPoll is how often the data directory's free space is looked
+	// at, and diskUsage how.
+	diskPoll  time.Duration
+	diskUsage diskUsage
 }
 
 // server is a protocol front-end served on a listener.
@@ -97,7 +103,7 @@ func openStore(ctx context.Context, dir string, log *slog.Logger, observeSync fu
 // listener. While the broker runs, the TLS files are reloaded when they
 // change (tlsconf.PollInterval) and on ReloadTLS.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Broker, error) {
-	return startWith(ctx, cfg, log, startOptions{tlsPoll: tlsconf.PollInterval})
+	return startWith(ctx, cfg, log, startOptions{tlsPoll: tlsconf.PollInterval, diskPoll: DiskPollInterval, diskUsage: statfs})
 }
 
 func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts startOptions) (*Broker, error) {
@@ -140,7 +146,9 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		return nil, err
 	}
 	latency := admin.NewDeliveryLatency()
+	memLimit := memoryLimit(cfg, log)
 	eng, err := engine.New(ctx, engine.Config{
+		MemoryLimit:        heldAt(memLimit),
 		ObserveDelivery:    latency.Observe,
 		ObserveDenied:      authMetrics.Denied,
 		StampUserID:        cfg.Security.SetUserID,
@@ -151,6 +159,8 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		AutoCreate:         cfg.AutoCreate,
 		ConsumeBeforeStore: cfg.ConsumeBeforeStore,
 		ExpiryScanInterval: time.Duration(cfg.ExpiryScanInterval),
+		WindowMessages:     cfg.WindowMessages,
+		WindowBytes:        cfg.WindowBytes,
 		ProviderVersion:    Version,
 	})
 	if err != nil {
@@ -158,6 +168,13 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		return nil, err
 	}
 	b.engine = eng
+	// Recovery read every index record (and a crash's journal replay wrote
+	// to the store): give back what only caches the disk, and the heap
+	// that reading left behind, before the broker takes load.
+	b.store.ReleaseMemory()
+	debug.FreeOSMemory()
+	b.restoreGC = setRuntimeLimit(memLimit)
+	log.Info("limits", slog.Int64("memory_limit", memLimit), slog.String("disk_free_limit", cfg.Limits.DiskFreeLimit))
 	b.admin = admin.New(admin.Options{Version: Version, Engine: eng, Auth: auth, AuthMetrics: authMetrics, Latency: latency, Logger: log.With(slog.String("component", "admin")),
 		StoreSync: storeSync, DataDir: cfg.Data, Policy: cfg.ExplainPolicy,
 		StoreStats: func() admin.StoreStats {
@@ -177,6 +194,17 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 			r.Watch(watchCtx, opts.tlsPoll)
 		}()
 	}
+	if opts.diskUsage == nil {
+		opts.diskUsage = statfs
+	}
+	if opts.diskPoll <= 0 {
+		opts.diskPoll = DiskPollInterval
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.watchDisk(watchCtx, opts.diskPoll, opts.diskUsage)
+	}()
 	b.admin.SetReady(true)
 	return b, nil
 }
@@ -552,6 +580,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
+	}
+	if b.restoreGC != nil {
+		b.restoreGC()
 	}
 	return errors.Join(errs...)
 }

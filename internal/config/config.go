@@ -71,6 +71,15 @@ type Config struct {
 	ConsumeBeforeStore bool `toml:"consume_before_store"`
 	// ExpiryScanInterval is how often expired messages are looked for.
 	ExpiryScanInterval Duration `toml:"expiry_scan_interval"`
+	// WindowMessages and WindowBytes bound the ready messages each queue
+	// and durable subscription keeps in memory; past them persistent
+	// messages wait in the store only (paging). A [[destination]] section
+	// can set its own. 0 takes the engine's defaults (16384 messages,
+	// 16 MiB); -1 keeps everything in memory.
+	WindowMessages int   `toml:"window_messages"`
+	WindowBytes    int64 `toml:"window_bytes"`
+	// Limits are the memory budget and the disk watermark (limits.go).
+	Limits Limits `toml:"limits"`
 	// Destinations are per-destination policies, matched by name pattern;
 	// the first match wins.
 	Destinations []Destination `toml:"destination"`
@@ -212,6 +221,10 @@ type Destination struct {
 	MaxMessages             int64     `toml:"max_messages"`
 	MaxBytes                int64     `toml:"max_bytes"`
 	BlockingSendTimeout     *Duration `toml:"blocking_send_timeout"`
+	// WindowMessages and WindowBytes override the broker's in-memory
+	// window of ready messages (see Config.WindowMessages).
+	WindowMessages int   `toml:"window_messages"`
+	WindowBytes    int64 `toml:"window_bytes"`
 }
 
 // Default returns the configuration of `sluice serve` with no set-up.
@@ -240,6 +253,7 @@ func Default() Config {
 		AutoCreate:             true,
 		ConsumeBeforeStore:     true,
 		ExpiryScanInterval:     Duration(time.Second),
+		Limits:                 defaultLimits(),
 		ConfiguredDestinations: []ConfiguredDestination{},
 		Admin:                  Admin{Users: []AdminUser{}, Tokens: []string{}},
 		Security:               defaultSecurity(),
@@ -394,6 +408,10 @@ func (c *Config) Validate() error {
 	if c.ExpiryScanInterval < 0 {
 		errs = append(errs, fmt.Errorf("expiry_scan_interval must not be negative"))
 	}
+	if c.WindowMessages < -1 || c.WindowBytes < -1 {
+		errs = append(errs, fmt.Errorf("window_messages and window_bytes must be positive, 0 (the default) or -1 (no window)"))
+	}
+	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Admin.validate()...)
 	errs = append(errs, c.validateSecurity()...)
 	_, problems = c.engineDestinations()
@@ -603,6 +621,10 @@ func (d *Destination) problems() (engine.Policy, []error) {
 		errs = append(errs, fmt.Errorf("max_messages and max_bytes must not be negative"))
 	}
 	p.MaxMessages, p.MaxBytes = d.MaxMessages, d.MaxBytes
+	if d.WindowMessages < 0 || d.WindowBytes < 0 {
+		errs = append(errs, fmt.Errorf("window_messages and window_bytes must not be negative"))
+	}
+	p.WindowMessages, p.WindowBytes = d.WindowMessages, d.WindowBytes
 	if d.BlockingSendTimeout != nil {
 		p.BlockingSendTimeout = time.Duration(*d.BlockingSendTimeout)
 	}

@@ -113,6 +113,10 @@ type Options struct {
 	// BrokerPID, when positive, is a process whose CPU time (from
 	// /proc/PID/stat) is measured over the run.
 	BrokerPID int `json:"broker_pid,omitempty"`
+	// AfterFill, in the backlog scenario, is a shell command run between
+	// the fill and the drain (see runAfterFill): to restart the broker
+	// with its backlog, for example.
+	AfterFill string `json:"after_fill,omitempty"`
 
 	// Label names the broker in the report (default: the driver's Name).
 	Label string `json:"label,omitempty"`
@@ -535,6 +539,21 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 				bl.FillBrokerCPU = cpu - brokerBefore
 			}
 			bl.RSSAfterFill = brokerRSS(o.BrokerPID, rep)
+		}
+		if o.AfterFill != "" {
+			pid, took, err := runAfterFill(ctx, &o, o.Destination)
+			if err != nil {
+				return nil, err
+			}
+			bl.AfterFillSeconds = took.Seconds()
+			if pid > 0 {
+				o.BrokerPID = pid
+				rep.Options.BrokerPID = pid
+				if cpu, err := ProcessCPU(pid); err == nil {
+					brokerBefore, brokerErr = cpu, nil
+				}
+				bl.RSSAfterRestart = brokerRSS(pid, rep)
+			}
 		}
 		drainStart = time.Now()
 		if o.BrokerPID > 0 {

@@ -78,6 +78,10 @@ type BacklogReport struct {
 	RSSBeforeFill         int64   `json:"rss_before_fill_bytes,omitempty"` // the broker's VmRSS
 	RSSAfterFill          int64   `json:"rss_after_fill_bytes,omitempty"`
 	RSSAfterDrain         int64   `json:"rss_after_drain_bytes,omitempty"`
+	// With Options.AfterFill: how long its command ran (a restart, until
+	// the broker was ready) and the broker's RSS when it ended.
+	AfterFillSeconds float64 `json:"after_fill_seconds,omitempty"`
+	RSSAfterRestart  int64   `json:"rss_after_restart_bytes,omitempty"`
 }
 
 func (b *BacklogReport) finish(sent, received int64) {
@@ -174,6 +178,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if b := r.Backlog; b != nil {
 		p("fill", "%d confirmed in %.3fs = %s msg/s, no consumer attached", r.Sent, b.FillSeconds, rate(b.FillRate))
+		if o.AfterFill != "" {
+			p("after fill", "%q ran %.3fs; broker rss then %s", o.AfterFill, b.AfterFillSeconds, mib(b.RSSAfterRestart))
+		}
 		p("drain", "%d received in %.3fs = %s msg/s", r.Received, b.DrainSeconds, rate(b.DrainRate))
 		if o.BrokerPID > 0 {
 			p("broker cpu fill", "%.2fs = %.2fs per 100k messages", b.FillBrokerCPU, b.FillBrokerCPUPer100k)

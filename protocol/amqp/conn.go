@@ -78,6 +78,9 @@ type conn struct {
 	txns      map[string]*engine.Txn
 	txnSeq    uint64
 	linkNames map[string]*link // attached links by role and name
+
+	held   flowHeld         // receiving links whose credit flow control withheld (flow.go)
+	budget *netserve.Budget // bounds the transfer bytes queued for the writer
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -90,6 +93,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		sessions:  map[uint16]*session{},
 		txns:      map[string]*engine.Txn{},
 		linkNames: map[string]*link{},
+		budget:    netserve.NewBudget(s.opts.OutputBuffer),
 		ctx:       context.Background(), // Run gives it the connection's end
 	}
 }

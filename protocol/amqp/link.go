@@ -31,15 +31,14 @@ type link struct {
 	ownTemp   message.Destination // a dynamic node this link made
 
 	// Receiving (the client sends).
-	dest            message.Destination // zero: anonymous relay (properties.to)
-	coordinator     bool
-	rcvCredit       uint32
-	deliveryCountIn uint32
-	inDelivery      bool
-	partial         []byte
-	curID           uint32
-	curSettled      bool
-	curState        types.DeliveryState
+	dest        message.Destination // zero: anonymous relay (properties.to)
+	coordinator bool
+	in          inCredit // the client's credit (flow.go)
+	inDelivery  bool
+	partial     []byte
+	curID       uint32
+	curSettled  bool
+	curState    types.DeliveryState
 
 	// Sending (the server sends).
 	engConn    *engine.Connection
@@ -382,30 +381,28 @@ func (l *link) attachReceiver(a *types.Attach) error {
 	default:
 		return l.refuse(a, errf(types.AMQPErrorNotImplemented, "unsupported target"))
 	}
-	l.rcvCredit = c.srv.opts.LinkCredit
 	reply := &types.Attach{Name: a.Name, Handle: a.Handle, Role: types.RoleReceiver,
 		SndSettleMode: a.SndSettleMode, RcvSettleMode: types.ReceiverSettleModeFirst,
 		Source: a.Source, Target: replyTarget, MaxMessageSize: types.Some(c.srv.opts.MaxMessageSize)}
 	c.sendFrame(l.s.ch, reply)
-	l.deliveryCountIn = uint32(a.InitialDeliveryCount.Or(0))
-	c.sendFrame(l.s.ch, l.receiverFlow())
+	if blocked, _ := c.srv.eng.Flow().Blocked(); blocked {
+		// Held from the start: a link attached while producers are held
+		// gets its credit once they resume.
+		l.in.init(0, uint32(a.InitialDeliveryCount.Or(0)), true)
+		l.in.state(l.sendReceiverFlow)
+		c.hold(l)
+		return nil
+	}
+	l.in.init(c.srv.opts.LinkCredit, uint32(a.InitialDeliveryCount.Or(0)), false)
+	l.in.state(l.sendReceiverFlow)
 	return nil
-}
-
-// receiverFlow is the flow that grants the client credit on a receiving link.
-func (l *link) receiverFlow() *types.Flow {
-	f := l.s.sessionFlow()
-	f.Handle = types.Some(types.Handle(l.handle))
-	f.DeliveryCount = types.Some(types.SequenceNo(l.deliveryCountIn))
-	f.LinkCredit = types.Some(l.rcvCredit)
-	return f
 }
 
 // flow handles the link part of a client's flow.
 func (l *link) flow(f *types.Flow) error {
 	if l.role == types.RoleReceiver {
 		if f.Echo {
-			l.s.c.sendFrame(l.s.ch, l.receiverFlow())
+			l.in.state(l.sendReceiverFlow)
 		}
 		return nil
 	}
@@ -456,16 +453,25 @@ func (l *link) flow(f *types.Flow) error {
 
 // topUpLocked returns how much more credit the engine consumer must be
 // given so that what it may dispatch (granted, less what is already
-// handed to the writer) matches the client's link credit, and counts it
-// as granted. It runs on both sides of the race between a client's flow
-// and the count of a delivery just written: a flow that comes before
+// handed to the writer) matches the client's link credit, but no more
+// than the server's LinkWindow outside a drain, and counts it as granted.
+// It runs on both sides of the race between a client's flow and the count
+// of a delivery just written: a flow that comes before
 // deliver has counted its transfer sees it still in flight, and the
 // delivery's count then grants what that flow could not.
 func (l *link) topUpLocked() int64 {
 	if l.cons == nil {
 		return 0
 	}
-	need := l.credit - (l.granted - l.queued)
+	want := l.credit
+	if !l.drainPending {
+		// A client's credit can be any size: what waits for the writer is
+		// bounded by the window, the rest of the credit is granted as
+		// deliveries are written (deliver tops up). A drain gets it all,
+		// so that it is answered only once nothing is left to send.
+		want = min(want, int64(l.s.c.srv.opts.LinkWindow))
+	}
+	need := want - (l.granted - l.queued)
 	if need <= 0 {
 		return 0
 	}
@@ -588,6 +594,19 @@ func deliveryTag(tag uint64) []byte {
 // a browse delivery, which needs no acknowledgement.
 func (l *link) sendDelivery(tag uint64, payload []byte) bool {
 	s := l.s
+	// The bytes of the delivery count against the connection's output
+	// buffer until the writer flushed its last transfer.
+	size := int64(len(payload))
+	if !s.c.budget.Take(size, s.c.done) {
+		return false
+	}
+	given := false
+	give := func() {
+		if !given {
+			given = true
+			s.c.budget.Give(size)
+		}
+	}
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	off := 0
@@ -595,6 +614,7 @@ func (l *link) sendDelivery(tag uint64, payload []byte) bool {
 	for first || off < len(payload) {
 		n := min(len(payload)-off, l.maxPayload)
 		if !s.reserveTransfer(l) {
+			give()
 			return false
 		}
 		t := &types.Transfer{Handle: types.Handle(l.handle)}
@@ -613,11 +633,17 @@ func (l *link) sendDelivery(tag uint64, payload []byte) bool {
 		}
 		t.More = off+n < len(payload)
 		it := outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: s.ch, Body: t, Payload: payload[off : off+n]}}
-		if !t.More && l.preSettled && tag != 0 {
-			sess := l.engSess
-			it.after = func() { _ = sess.AcknowledgeAsync(tag) }
+		if !t.More {
+			budget := s.c.budget
+			if l.preSettled && tag != 0 {
+				sess := l.engSess
+				it.after = func() { budget.Give(size); _ = sess.AcknowledgeAsync(tag) }
+			} else {
+				it.after = func() { budget.Give(size) }
+			}
 		}
 		if !s.c.send(it) {
+			give() // not queued: its after never runs
 			return false
 		}
 		off += n
@@ -828,12 +854,10 @@ func (l *link) transfer(t *types.Transfer, payload []byte) error {
 			l.s.detachWith(l, errf(types.AMQPErrorInvalidField, "the first transfer of a delivery has no delivery-id"))
 			return nil
 		}
-		if l.rcvCredit == 0 {
+		if !l.in.take() {
 			l.s.detachWith(l, errf(types.LinkErrorTransferLimitExceeded, "transfer without link credit"))
 			return nil
 		}
-		l.rcvCredit--
-		l.deliveryCountIn++
 		l.inDelivery = true
 		l.curID = uint32(id)
 		l.curSettled = t.Settled.Or(false)
@@ -878,14 +902,17 @@ func (l *link) transfer(t *types.Transfer, payload []byte) error {
 	return nil
 }
 
-// replenish gives the client credit back once half is used.
+// replenish gives the client credit back once half is used, unless the
+// broker's flow gate holds producers: then the connection's flow watcher
+// gives it once they may send again (flow.go).
 func (l *link) replenish() {
 	if l.gone() {
 		return
 	}
-	if full := l.s.c.srv.opts.LinkCredit; l.rcvCredit <= full/2 {
-		l.rcvCredit = full
-		l.s.c.sendFrame(l.s.ch, l.receiverFlow())
+	c := l.s.c
+	blocked, _ := c.srv.eng.Flow().Blocked()
+	if l.in.replenish(c.srv.opts.LinkCredit, blocked, l.sendReceiverFlow) {
+		c.hold(l)
 	}
 }
 

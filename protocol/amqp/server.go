@@ -55,6 +55,17 @@ type Options struct {
 	ContainerID string
 	// Version is announced as the open property "version".
 	Version string
+	// LinkWindow bounds the messages the engine dispatches to one link the
+	// server sends on ahead of its socket, whatever credit the client
+	// gives (default engine.DefaultPrefetch, 1000): the rest of the credit
+	// is used as those are written.
+	LinkWindow int
+	// OutputBuffer bounds, in bytes, the transfers a connection has queued
+	// for its socket and not yet written (default
+	// netserve.DefaultOutputBuffer, 4 MiB): a client that does not read
+	// stops getting messages once it is full, and they wait in their
+	// queues.
+	OutputBuffer int64
 	// Logger receives connection-level logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -96,6 +107,12 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LinkWindow <= 0 {
+		o.LinkWindow = engine.DefaultPrefetch
+	}
+	if o.OutputBuffer <= 0 {
+		o.OutputBuffer = netserve.DefaultOutputBuffer
 	}
 }
 

@@ -26,6 +26,7 @@ type outItem struct {
 	f     *frame.Frame
 	sub   *subscription // for MESSAGE frames of ack:auto subscriptions
 	tag   uint64
+	size  int64         // bytes taken from the connection's output budget
 	close bool          // close the connection once written (ERROR)
 	setup *writerSetup  // the negotiated version and heart-beat (CONNECTED)
 	done  chan struct{} // closed once written and flushed (DISCONNECT receipt)
@@ -46,6 +47,7 @@ type conn struct {
 	version   frame.Version
 	rd        *frame.Reader
 	out       chan outItem
+	budget    *netserve.Budget // bounds the MESSAGE bytes in out and the writer
 	done      chan struct{}
 	closeOnce sync.Once
 	failing   atomic.Bool
@@ -77,6 +79,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		version:  frame.V10,
 		rd:       frame.NewReader(nc, s.opts.Limits),
 		out:      make(chan outItem, 256),
+		budget:   netserve.NewBudget(s.opts.OutputBuffer),
 		done:     make(chan struct{}),
 		subs:     map[string]*subscription{},
 		temps:    map[message.Destination]message.Destination{},
@@ -205,6 +208,9 @@ func (c *conn) readLoop() error {
 			connected = true
 			continue
 		}
+		if f.Command == frame.CmdSend && !c.holdProducer() {
+			return nil
+		}
 		stop, err := c.handle(f)
 		if err != nil && isDenied(err) {
 			c.refuseFrame(err, f)
@@ -298,6 +304,7 @@ func (c *conn) writeLoop() {
 	w.SetVersion(frame.V10)
 	var acks []outItem
 	var dones []chan struct{}
+	var taken int64 // budget bytes of the batch
 	sw := netserve.Writer[outItem]{
 		Conn: c.nc,
 		Out:  c.out,
@@ -316,6 +323,7 @@ func (c *conn) writeLoop() {
 			if it.sub != nil {
 				acks = append(acks, it)
 			}
+			taken += it.size
 			if it.done != nil {
 				dones = append(dones, it.done)
 			}
@@ -332,6 +340,8 @@ func (c *conn) writeLoop() {
 			}
 			clear(acks)
 			acks = acks[:0]
+			c.budget.Give(taken)
+			taken = 0
 			for _, d := range dones {
 				close(d)
 			}
@@ -449,9 +459,14 @@ func (c *conn) authenticate(f *frame.Frame) (security.Identity, error) {
 	return who, nil
 }
 
-// receipt answers a frame's receipt header, if any.
+// receipt answers a frame's receipt header, if any. A SEND's receipt is
+// withheld while the broker's flow gate holds producers: a client that
+// waits for its receipts before sending more is held that way.
 func (c *conn) receipt(f *frame.Frame) {
 	if r, ok := f.Get(frame.HeaderReceipt); ok {
+		if f.Command == frame.CmdSend && !c.srv.eng.Flow().WaitChan(c.done) {
+			return
+		}
 		rf := &frame.Frame{Command: frame.CmdReceipt}
 		rf.Add(frame.HeaderReceiptID, r)
 		c.send(outItem{f: rf})
@@ -607,4 +622,19 @@ func (c *conn) handleTxn(ctx context.Context, f *frame.Frame) error {
 		st.tx.Rollback(ctx)
 	}
 	return nil
+}
+
+// holdProducer is called by the reader before it handles a SEND: while the
+// broker's flow gate holds producers (memory or disk), it waits, reading
+// nothing more from the socket, so that TCP holds the client; only
+// connections that publish are held, and only once they send. It reports
+// false when the connection ended meanwhile.
+func (c *conn) holdProducer() bool {
+	fl := c.srv.eng.Flow()
+	blocked, why := fl.Blocked()
+	if !blocked {
+		return true
+	}
+	c.log.Debug("stomp producer held by flow control", slog.String("reason", why.String()))
+	return fl.WaitChan(c.done)
 }

@@ -44,6 +44,12 @@ type Options struct {
 	Realm *security.Realm
 	// ServerName is sent in CONNECTED's server header, e.g. "Sluice/0.1.0".
 	ServerName string
+	// OutputBuffer bounds, in bytes, the MESSAGE frames a connection has
+	// queued for its socket and not yet written (default
+	// netserve.DefaultOutputBuffer, 4 MiB): a client that does not read
+	// stops getting messages once it is full, and they wait in their
+	// queues.
+	OutputBuffer int64
 	// Logger receives connection-level logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -75,6 +81,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.OutputBuffer <= 0 {
+		o.OutputBuffer = netserve.DefaultOutputBuffer
 	}
 }
 

@@ -175,8 +175,12 @@ func (c *conn) handleSubscribe(f *frame.Frame) error {
 	if (opts.Durable || opts.Shared) && !dest.Kind.IsTopic() {
 		return refuse("durable and shared subscriptions need a /topic/ destination, not %s", ds)
 	}
+	// ack:auto: a MESSAGE is acknowledged once it reached the socket (see
+	// writeLoop), and so is its credit given back: what the broker keeps
+	// for a client that does not read is the window, not what producers
+	// send.
 	engMode := engine.IndividualAcknowledge
-	opts.CreditMode = engine.CreditOnConsume
+	opts.CreditMode = engine.CreditOnAck
 	switch mode {
 	case ackClient:
 		engMode = engine.ClientAcknowledge
@@ -187,7 +191,7 @@ func (c *conn) handleSubscribe(f *frame.Frame) error {
 	if mode == ackAuto {
 		// Delivered frames wait in the writer queue; a small window keeps
 		// the broker from buffering for a slow client.
-		opts.Prefetch = int(min(prefetch, 64))
+		opts.Prefetch = int(min(prefetch, autoPrefetch))
 	}
 	sess, err := c.eng.CreateSession(engMode)
 	if err != nil {
@@ -229,11 +233,28 @@ func (c *conn) handleSubscribe(f *frame.Frame) error {
 	return nil
 }
 
+// autoPrefetch bounds the window of an ack:auto subscription: the
+// messages dispatched to it and not yet written to its socket.
+const autoPrefetch = 64
+
+// frameSize estimates the bytes f takes in the output buffer.
+func frameSize(f *frame.Frame) int64 {
+	n := len(f.Body) + 16
+	for _, h := range f.Headers {
+		n += len(h.Name) + len(h.Value) + 2
+	}
+	return int64(n)
+}
+
 // deliver is the engine listener of a subscription: it queues the MESSAGE
-// frame for the writer, waiting while the writer is behind.
+// frame for the writer, waiting while the writer is behind (its queue is
+// full, or the connection's output budget is).
 func (s *subscription) deliver(d message.Delivery) {
 	f := s.c.messageFrame(s, d)
-	it := outItem{f: f}
+	it := outItem{f: f, size: frameSize(f)}
+	if !s.c.budget.Take(it.size, s.c.done) {
+		return // the connection ends: the session gives the message back
+	}
 	if s.ackMode == ackAuto {
 		it.sub, it.tag = s, d.Tag
 	} else if s.byMsg != nil {
@@ -241,7 +262,9 @@ func (s *subscription) deliver(d message.Delivery) {
 		s.byMsg[d.Msg.ID] = d.Tag
 		s.mu.Unlock()
 	}
-	s.c.send(it)
+	if !s.c.send(it) {
+		s.c.budget.Give(it.size)
+	}
 }
 
 func (c *conn) handleUnsubscribe(ctx context.Context, f *frame.Frame) error {
@@ -432,7 +455,12 @@ func (c *conn) browse(id string, dest message.Destination, sel string) error {
 			}
 			f := c.messageFrame(sub, d)
 			f.Set(hBrowser, "true")
-			if !c.send(outItem{f: f}) {
+			it := outItem{f: f, size: frameSize(f)}
+			if !c.budget.Take(it.size, c.done) {
+				return
+			}
+			if !c.send(it) {
+				c.budget.Give(it.size)
 				return
 			}
 		}

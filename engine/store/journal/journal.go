@@ -41,8 +41,12 @@ import (
 // Defaults for zero Options fields.
 const (
 	DefaultSegmentSize = 32 << 20
-	DefaultMaxPending  = 64 << 20
+	DefaultMaxPending  = 32 << 20
 	DefaultApplyBatch  = 16384
+	// DefaultApplyBatchBytes bounds the log bytes of one application: a
+	// transaction of the inner store holds what it writes in memory until
+	// it commits, so 16384 puts of 64 KiB messages would hold 1 GiB.
+	DefaultApplyBatchBytes = 8 << 20
 	// DefaultApplyInterval spaces the applier's commits to the inner store,
 	// so that its syncs do not compete with the log's for the disk.
 	DefaultApplyInterval = 50 * time.Millisecond
@@ -57,6 +61,9 @@ type Options struct {
 	MaxPending int64
 	// ApplyBatch bounds the ops applied to the inner store in one Update.
 	ApplyBatch int
+	// ApplyBatchBytes bounds the log bytes applied in one Update (one
+	// record, however large, is always applied whole).
+	ApplyBatchBytes int64
 	// ApplyInterval is the least time between two applications to the inner
 	// store while the log is not filling up; negative applies at once.
 	ApplyInterval time.Duration
@@ -331,6 +338,9 @@ func Open(ctx context.Context, dir string, inner store.Store, opts Options) (*St
 	}
 	if opts.ApplyBatch <= 0 {
 		opts.ApplyBatch = DefaultApplyBatch
+	}
+	if opts.ApplyBatchBytes <= 0 {
+		opts.ApplyBatchBytes = DefaultApplyBatchBytes
 	}
 	if opts.ApplyInterval == 0 {
 		opts.ApplyInterval = DefaultApplyInterval
@@ -823,9 +833,11 @@ func (s *Store) applyLoop() {
 			timer.Stop()
 			s.mu.Lock()
 		}
-		n, nops := 0, 0
-		for n < len(s.applyQ) && (nops == 0 || nops+s.applyQ[n].ops <= s.opts.ApplyBatch) {
+		n, nops, nbytes := 0, 0, int64(0)
+		for n < len(s.applyQ) && (nops == 0 || (nops+s.applyQ[n].ops <= s.opts.ApplyBatch &&
+			nbytes+int64(len(s.applyQ[n].data)) <= s.opts.ApplyBatchBytes)) {
 			nops += s.applyQ[n].ops
+			nbytes += int64(len(s.applyQ[n].data))
 			n++
 		}
 		take := append([]record(nil), s.applyQ[:n]...)
@@ -937,22 +949,12 @@ func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
 	return s.inner.ForEach(bucket, fn)
 }
 
-// Get waits for the applier when records are pending, then reads the inner
-// store.
+// Get waits until the records confirmed so far have reached the inner
+// store, then reads it. Like Range it does not hurry the applier: the
+// engine reads messages back ahead of need (paging), and a forced
+// application per read would add syncs of the inner store under load.
 func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error {
-	// Wait only for the records confirmed so far, not for those that keep
-	// arriving: Get must see every Update that has returned.
-	s.mu.Lock()
-	target := s.confirmed
-	if s.appliedRecs < target {
-		s.urgent++
-		s.pokeApplier()
-		for s.appliedRecs < target && s.failed == nil && !s.applierGone {
-			s.cond.Wait()
-		}
-		s.urgent--
-	}
-	s.mu.Unlock()
+	s.waitApplied()
 	return s.inner.Get(bucket, keys, fn)
 }
 

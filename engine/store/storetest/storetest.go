@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +85,7 @@ func RunConfig(t *testing.T, open Opener, cfg Config) {
 		{"ForEachStops", testForEachStops},
 		{"Delete", testDelete},
 		{"Get", testGet},
+		{"Range", testRange},
 		{"DeleteBucket", testDeleteBucket},
 		{"OpsApplyInOrder", testOpsApplyInOrder},
 		{"Atomicity", testAtomicity},
@@ -382,6 +384,65 @@ func testGet(t *testing.T, h *harness) {
 	h.reopen()
 	if got := get("g", "c"); got[0] != "3" {
 		t.Fatalf("Get after reopen = %v", got)
+	}
+}
+
+func testRange(t *testing.T, h *harness) {
+	rng := func(bucket, from string, limit int) string {
+		t.Helper()
+		var f []byte
+		if from != "" {
+			f = []byte(from)
+		}
+		var out []string
+		if err := h.s.Range(bucket, f, limit, func(k, v []byte) error {
+			out = append(out, string(k)+"="+string(v))
+			return nil
+		}); err != nil {
+			t.Fatalf("Range(%s, %q, %d): %v", bucket, from, limit, err)
+		}
+		return strings.Join(out, " ")
+	}
+	h.update(put("r", "b", "2"), put("r", "d", "4"), put("r", "a", "1"), put("r", "c", "3"), put("other", "z", "9"))
+	tests := []struct {
+		from  string
+		limit int
+		want  string
+	}{
+		{"", 0, "a=1 b=2 c=3 d=4"},
+		{"", 2, "a=1 b=2"},
+		{"b", 0, "b=2 c=3 d=4"},
+		{"bb", 1, "c=3"},
+		{"d", 5, "d=4"},
+		{"e", 0, ""},
+	}
+	for _, tc := range tests {
+		if got := rng("r", tc.from, tc.limit); got != tc.want {
+			t.Errorf("Range(r, %q, %d) = %q, want %q", tc.from, tc.limit, got, tc.want)
+		}
+	}
+	if got := rng("missing", "", 0); got != "" {
+		t.Errorf("Range of a missing bucket = %q", got)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := h.s.Range("r", nil, 0, func(k, v []byte) error {
+		n++
+		if n == 2 {
+			return stop
+		}
+		return nil
+	}); !errors.Is(err, stop) || n != 2 {
+		t.Errorf("Range stopped by fn: err %v after %d calls, want stop after 2", err, n)
+	}
+	// A confirmed delete is seen at once, and so is the state after a reopen.
+	h.update(del("r", "b"))
+	if got := rng("r", "", 0); got != "a=1 c=3 d=4" {
+		t.Errorf("Range after delete = %q", got)
+	}
+	h.reopen()
+	if got := rng("r", "c", 0); got != "c=3 d=4" {
+		t.Errorf("Range after reopen = %q", got)
 	}
 }
 

@@ -478,7 +478,8 @@
     const rates = chartCard("Messages per second", RATES, "rates-chart");
     const depth = chartCard("Waiting messages", DEPTH, "depth-chart");
     const note = h("p", { class: "muted", id: "history-note" });
-    main.append(h("h1", null, "Overview"), cards, h("div", { class: "charts" }, rates, depth), note, h("p", { class: "muted", id: "overview-meta" }));
+    const flow = h("p", { class: "error", id: "flow-banner", hidden: true });
+    main.append(h("h1", null, "Overview"), flow, cards, h("div", { class: "charts" }, rates, depth), note, h("p", { class: "muted", id: "overview-meta" }));
     const feed = historyFeed("/api/history");
     const draw = () => { rates.draw(feed); depth.draw(feed); };
     redraws.push(draw);
@@ -498,7 +499,18 @@
         stat("Durable subscriptions", fmtNum(o.durableSubscriptions)),
         stat("Connections", fmtNum(o.connections), "stat-connections"),
         stat("Consumers", fmtNum(o.consumers)),
-        stat("Stored bytes", fmtBytes(o.bytes)));
+        stat("Stored bytes", fmtBytes(o.bytes)),
+        stat("Producers", o.flow.blocked ? "held (" + o.flow.reasons.join(", ") + ")" : "flowing", "stat-flow",
+          "Flow control holds producers while the memory budget or the disk watermark is reached"),
+        stat("Memory", o.flow.memoryLimit ? fmtBytes(o.flow.memoryUsed) + " of " + fmtBytes(o.flow.memoryLimit) : "no limit", "stat-memory",
+          "Message memory (the Go heap) against [limits] memory_limit"));
+      flow.hidden = !o.flow.blocked;
+      flow.textContent = o.flow.blocked
+        ? "Producers are held since " + o.flow.since + ": " + o.flow.reasons.map((r) => r === "memory"
+          ? "the memory budget is reached (" + fmtBytes(o.flow.memoryUsed) + " of " + fmtBytes(o.flow.memoryLimit) + ")"
+          : "the data directory is short of space (" + fmtBytes(o.flow.diskFree) + " free, " + fmtBytes(o.flow.diskFreeLimit) + " needed)").join("; ") +
+          ". They resume by themselves once consumers have made room."
+        : "";
       document.getElementById("overview-meta").textContent =
         "Sluice " + o.version + " · up " + fmtDuration(o.uptimeSeconds) + " · " + (o.ready ? "ready" : "starting");
     });

@@ -338,6 +338,8 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
     }
   })();
   await page.locator("#stat-connections .v", { hasText: /^[1-9]/ }).waitFor();
+  await page.locator("#stat-flow .v", { hasText: "flowing" }).waitFor();
+  assert.ok(await page.locator("#flow-banner").isHidden(), "no flow-control banner while producers flow");
   await sleep(13000);
   // The history is the broker's: a page loaded now draws it at once.
   await page.reload();
