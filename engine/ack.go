@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/sluicemq/sluice/engine/store"
@@ -76,16 +78,23 @@ type ackWatch struct {
 	idle    chan struct{} // closed when pending empties; nil while idle
 }
 
-// watchedAck is one submitted acknowledgement write of n deliveries.
+// watchedAck is one submitted write of n acknowledgements, or (n 0) of
+// redelivery records; then, if set, runs once it is done, with its error.
 type watchedAck struct {
-	p store.Pending
-	n int
+	p    store.Pending
+	n    int
+	then func(error)
 }
 
 // watch adds p, the write of n acknowledgements.
 func (w *ackWatch) watch(b *Broker, p store.Pending, n int) {
+	w.watchThen(b, p, n, nil)
+}
+
+// watchThen adds p, and then to run, in order, once p is done.
+func (w *ackWatch) watchThen(b *Broker, p store.Pending, n int, then func(error)) {
 	w.mu.Lock()
-	w.pending = append(w.pending, watchedAck{p: p, n: n})
+	w.pending = append(w.pending, watchedAck{p: p, n: n, then: then})
 	start := !w.running
 	if start {
 		w.running = true
@@ -121,12 +130,17 @@ func (w *ackWatch) run(b *Broker) {
 		a := w.pending[0]
 		w.mu.Unlock()
 		<-a.p.Done()
-		if err := a.p.Err(); err != nil {
+		err := a.p.Err()
+		if a.then != nil {
+			a.then(err)
+		}
+		switch {
+		case err != nil && a.n > 0:
 			if failed == 0 {
 				first = err
 			}
 			failed += a.n
-		} else {
+		case err == nil:
 			report()
 		}
 		w.mu.Lock()
@@ -150,4 +164,60 @@ func (w *ackWatch) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("wait for acknowledgement writes: %w", ctx.Err())
 	}
+}
+
+// AcknowledgeLater acknowledges the delivery with the given tag as
+// Acknowledge does (every delivery up to it in a CLIENT_ACKNOWLEDGE
+// session), without waiting for the store: its delete is submitted to be
+// committed with other writes, and the acknowledgement takes effect once
+// the delete is durable. Until then the message stays in flight to this
+// session (it is not delivered to anyone else). Should the store fail the
+// write, the deliveries are the session's again, unacknowledged, as after
+// a failed Acknowledge: the Confirmation's Wait returns the error only
+// once they are. A front-end uses it where the client waits for the
+// broker to settle an acknowledgement (AMQP rcv-settle-mode second).
+// Over a store that cannot take a write back (no store.Submitter) it is
+// Acknowledge, and the Confirmation is nil.
+func (s *Session) AcknowledgeLater(tag uint64) (*Confirmation, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if s.mode == Transacted {
+		return nil, errorf(CodeIllegalState, "acknowledge in a transacted session: commit instead")
+	}
+	b := s.conn.b
+	cumulative := s.mode == ClientAcknowledge
+	sub, ok := b.store.(store.Submitter)
+	if !ok {
+		return nil, s.settleTags(context.Background(), tag, cumulative, true)
+	}
+	ds, err := s.takePending(tag, cumulative)
+	if err != nil {
+		return nil, err
+	}
+	refs := refsOf(ds)
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	recs := recsOf(refs)
+	ops := b.storeOpsForRemove(refs, nil)
+	if len(ops) == 0 {
+		byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
+		return nil, nil
+	}
+	p := sub.Submit(ops, markLinger)
+	rp := &releasedPending{Pending: p, done: make(chan struct{})}
+	b.acks.watchThen(b, p, 0, func(err error) {
+		defer close(rp.done)
+		if err == nil {
+			byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
+			return
+		}
+		var ae *ackError
+		if errors.As(b.settleFailed(refs, recs, err), &ae) && len(ae.settled) > 0 {
+			ds = slices.DeleteFunc(ds, func(d delivery) bool { return slices.Contains(ae.settled, d.r) })
+		}
+		s.restorePending(context.Background(), ds)
+	})
+	return &Confirmation{ack: rp, dest: refs[0].q.dest}, nil
 }

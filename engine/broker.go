@@ -704,12 +704,49 @@ func (e *ackError) Unwrap() error { return e.err }
 // requeue returns refs to their queues; failed deliveries count against the
 // redelivery limit, and those over it go to the error destination.
 func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay time.Duration) {
+	_ = b.requeueConfirm(ctx, refs, failed, delay)
+}
+
+// requeueConfirm is requeue without waiting for the store. The records
+// that keep the refs true across a restart (a redelivery delay, an attempt
+// counted but never made) are submitted to be committed with other writes,
+// so that many consumers' NACKs, releases and recovers share a sync; the
+// refs they concern stay held, out of every consumer's reach, until their
+// records are durable (then released, in submission order, by b.acks).
+// The Confirmation says when they are durable: nil when nothing was
+// written or the store wrote it at once. Dead-lettering refs past their
+// redelivery limit is not deferred.
+//
+// A crash before the records are durable leaves the earlier ones: the
+// message comes back flagged redelivered with the delivery count recorded
+// at its delivery, without the delay.
+func (b *Broker) requeueConfirm(ctx context.Context, refs []*ref, failed bool, delay time.Duration) *Confirmation {
+	var conf *Confirmation
+	sub, canSubmit := b.store.(store.Submitter)
 	byQueue(refs, func(q *queue, rs []*ref) {
 		// q.requeue computes the record updates under its lock: once it
 		// unlocks, the refs may already be in flight to another consumer.
 		dead, held, ops := q.requeue(rs, failed, delay)
 		if len(ops) > 0 {
-			if err := b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
+			if canSubmit {
+				p := sub.Submit(ops, markLinger)
+				// The journal commits submitted writes in order: the last
+				// one done means every earlier one is, and b.acks releases
+				// in that order too.
+				rp := &releasedPending{Pending: p, done: make(chan struct{})}
+				conf = &Confirmation{ack: rp, dest: q.dest, record: true}
+				hold := held
+				b.acks.watchThen(b, p, 0, func(err error) {
+					if err != nil {
+						b.log.Error("record redelivery", slog.String("destination", q.dest.String()), slog.Any("err", err))
+					}
+					if len(hold) > 0 {
+						q.release(hold)
+					}
+					close(rp.done)
+				})
+				held = nil
+			} else if err := b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
 				b.log.Error("record redelivery", slog.String("destination", q.dest.String()), slog.Any("err", err))
 			}
 		}
@@ -720,7 +757,18 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 			b.deadLetter(ctx, q, dead, reasonRedeliveryLimit)
 		}
 	})
+	return conf
 }
+
+// releasedPending is the write of redelivery records, done once the refs
+// it held are released as well: whoever waits for it finds them back on
+// their queue.
+type releasedPending struct {
+	store.Pending
+	done chan struct{}
+}
+
+func (p *releasedPending) Done() <-chan struct{} { return p.done }
 
 // reject settles in-flight refs as undeliverable: to the error destination,
 // or deleted when there is none.

@@ -14,13 +14,17 @@ import (
 )
 
 // Confirmation is the outcome, still to come, of a message sent with
-// Producer.SendToAsync, or of an acknowledgement made with
-// Session.AcknowledgeConfirm. A nil Confirmation is already confirmed.
+// Producer.SendToAsync, of an acknowledgement made with
+// Session.AcknowledgeConfirm, or of a settlement made with
+// Session.SettleConfirm. A nil Confirmation is already confirmed.
 type Confirmation struct {
 	ew   *earlyWrite   // consume before store
 	add  *orderedAdd   // store first
-	ack  store.Pending // an acknowledgement's delete (AcknowledgeConfirm)
+	ack  store.Pending // an acknowledgement's delete (AcknowledgeConfirm), or redelivery records
 	dest message.Destination
+	// record says ack writes redelivery records (SettleConfirm), not an
+	// acknowledgement's delete.
+	record bool
 
 	// Consume before store: the message, taken off its queue when its
 	// write fails (once).
@@ -97,6 +101,9 @@ func (c *Confirmation) wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if err := c.ack.Err(); err != nil {
+			if c.record {
+				return fmt.Errorf("store redelivery record on %s: %w", c.dest, err)
+			}
 			return fmt.Errorf("store acknowledgement on %s: %w", c.dest, err)
 		}
 		return nil

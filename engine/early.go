@@ -65,7 +65,7 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 		return nil
 	}
 	ew := &earlyWrite{consumed: make(chan struct{})}
-	ew.pending = sub.Submit(b.storeOpsForAdd([]*ref{r}, nil), linger)
+	ew.pending = b.hold(sub, b.storeOpsForAdd([]*ref{r}, nil), linger)
 	r.rec.early = ew
 	r.q.add(r)
 	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r, counter: &b.totals}
@@ -109,8 +109,26 @@ func (b *Broker) markEarly(r *ref, n int32) bool {
 	}
 	ops := b.storeOpsForAdd([]*ref{r}, nil)
 	ops[len(ops)-1] = refRecordOp(r.q.bucket, r, n)
-	ew.pending = sub.Submit(ops, earlyLinger)
+	ew.pending = b.hold(sub, ops, earlyLinger)
 	return true
+}
+
+// holder is a store that can hold a write until a deadline so that it can
+// still be taken back, without it counting as company for other writes
+// (journal.Store.Hold): at a light load, a delivery mark or an
+// acknowledgement then commits at once instead of lingering beside a
+// message's first write that is waiting to be withdrawn.
+type holder interface {
+	Hold(ops []store.Op, hold time.Duration) store.Pending
+}
+
+// hold submits a message's first write, withdrawable for d: held where
+// the store can hold writes, else lingering.
+func (b *Broker) hold(sub store.Submitter, ops []store.Op, d time.Duration) store.Pending {
+	if h, ok := b.store.(holder); ok {
+		return h.Hold(ops, d)
+	}
+	return sub.Submit(ops, d)
 }
 
 // storeOpsForUndoableRemove is storeOpsForRemove for a removal that is

@@ -255,33 +255,65 @@ const (
 )
 
 // Settle ends one delivery other than by acknowledging it (never
-// cumulatively, whatever the session's mode).
+// cumulatively, whatever the session's mode). It returns once what the
+// outcome writes to the store (a redelivery delay, a released attempt
+// taken back) is done, or ctx ends. A store that fails that write is
+// logged; the message is back on its queue all the same.
 func (s *Session) Settle(ctx context.Context, tag uint64, outcome Outcome) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	ds, err := s.takePending(tag, false)
+	conf, err := s.SettleConfirm(tag, outcome)
 	if err != nil {
 		return err
 	}
+	return waitRecords(ctx, conf)
+}
+
+// waitRecords waits for the redelivery records conf confirms; only ctx
+// ending is an error (a failed write is logged where it fails).
+func waitRecords(ctx context.Context, conf *Confirmation) error {
+	if err := conf.Wait(ctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
+// SettleConfirm is Settle without waiting for the store: the outcome
+// takes effect at once (the message is back on its queue, or moved to the
+// error destination), and the records it writes are committed with other
+// writes, after every write submitted before them. The Confirmation tells
+// when they are durable (nil: nothing to wait for). A message whose
+// record is not durable yet is not delivered again until it is. A crash
+// before then brings the message back as its delivery left it: flagged
+// redelivered, with that delivery's count. Rejected, which moves the
+// message to its error destination, is written before SettleConfirm
+// returns.
+func (s *Session) SettleConfirm(tag uint64, outcome Outcome) (*Confirmation, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	ds, err := s.takePending(tag, false)
+	if err != nil {
+		return nil, err
+	}
 	refs := refsOf(ds)
+	ctx := context.Background()
 	switch outcome {
 	case Released:
 		for _, r := range refs {
 			r.count--
 		}
-		s.conn.b.requeue(ctx, refs, false, 0)
+		return s.conn.b.requeueConfirm(ctx, refs, false, 0), nil
 	case Rejected:
 		s.conn.b.reject(ctx, refs, "rejected by the consumer")
+		return nil, nil
 	default:
-		s.conn.b.requeue(ctx, refs, true, s.RedeliveryDelay())
+		return s.conn.b.requeueConfirm(ctx, refs, true, s.RedeliveryDelay()), nil
 	}
-	return nil
 }
 
 // Recover redelivers every message the session delivered and has not
 // acknowledged, after the session's redelivery delay (JMS recover). In a
-// transacted session it is Rollback.
+// transacted session it is Rollback. The records it writes (the delay)
+// share a sync with other writes; it returns once they are done.
 func (s *Session) Recover(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -290,9 +322,9 @@ func (s *Session) Recover(ctx context.Context) error {
 		return s.Rollback(ctx)
 	}
 	ds, _ := s.takePending(0, false)
-	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	conf := s.conn.b.requeueConfirm(ctx, refsOf(ds), true, s.RedeliveryDelay())
 	s.reclaimPipelines()
-	return nil
+	return waitRecords(ctx, conf)
 }
 
 // reclaimPipelines returns the messages prefetched by the session's
@@ -329,7 +361,8 @@ func (s *Session) Commit(ctx context.Context) error {
 }
 
 // Rollback discards the session's sends and redelivers its deliveries
-// after the session's redelivery delay.
+// after the session's redelivery delay, returning once the records that
+// delay writes are done.
 func (s *Session) Rollback(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -341,9 +374,9 @@ func (s *Session) Rollback(ctx context.Context) error {
 	tx := s.txn
 	s.txn = s.conn.newTxn()
 	tx.Rollback(ctx)
-	s.conn.b.requeue(ctx, refsOf(ds), true, s.RedeliveryDelay())
+	conf := s.conn.b.requeueConfirm(ctx, refsOf(ds), true, s.RedeliveryDelay())
 	s.reclaimPipelines()
-	return nil
+	return waitRecords(ctx, conf)
 }
 
 // AcknowledgeIn moves a delivery into an explicit transaction (STOMP ACK

@@ -25,9 +25,17 @@
 # AMQP_PERSISTENT_WINDOWS ("1000 1": the confirmation windows of the AMQP
 # persistent runs, each its own row in the summary),
 # PEERS_PRIVATE (0: the shared instances on their usual ports; 1: private
-# copies of the peer scripts and configs under OUT, every port moved up by 100
-# and RabbitMQ node name sluicebench, so that another session starting or
-# stopping the shared instances cannot disturb the run),
+# copies of the peer scripts and configs under OUT, every port moved up by
+# PEERS_PORT_OFFSET (100) and RabbitMQ node name sluicebench, so that another
+# session starting or stopping the shared instances cannot disturb the run),
+# PACED (0; 1: also the paced-latency section: persistent messages at a
+# fixed PACED_RATE (2000 msg/s), PACED_COUNT (20000) of them, PACED_WINDOW
+# (64) confirmations in flight, with PACED_CLIENTS ("lean"), against Sluice
+# and RabbitMQ in turn, compared on p99: over STOMP both consumers send one
+# ACK per message; over AMQP 1.0 RabbitMQ's consumer takes pre-settled
+# deliveries (its 3.10 plugin's credit bug stalls accepting ones) and
+# Sluice's runs both ways, accepting each message and pre-settled; for
+# that section alone: PACED=1 SCENARIOS=" " AMQP=0),
 # SLUICE_CONFIG (a TOML file for `sluice serve --config`, e.g. one with
 # consume_before_store = false), RUN_TIMEOUT (300 s per run), OUT (directory for the reports; default a new
 # one under /tmp), EXTRA (more `sluice bench` flags for every run).
@@ -46,6 +54,11 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 CLIENTS=${CLIENTS:-"go-stomp lean"}
 AMQP_CLIENTS=${AMQP_CLIENTS:-"go-amqp lean"}
 AMQP_PERSISTENT_WINDOWS=${AMQP_PERSISTENT_WINDOWS:-"1000 1"}
+PACED=${PACED:-0}
+PACED_RATE=${PACED_RATE:-2000}
+PACED_COUNT=${PACED_COUNT:-20000}
+PACED_WINDOW=${PACED_WINDOW:-64}
+PACED_CLIENTS=${PACED_CLIENTS:-lean}
 SLUICE_CONFIG=${SLUICE_CONFIG:-}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d /tmp/sluice-bench-peers.XXXXXX)}
@@ -58,11 +71,12 @@ if [ "$PEERS_PRIVATE" = 1 ]; then
   # private ports and state directories.
   mkdir -p "$OUT/peers"
   cp -r "$PEERS/../scripts" "$PEERS/../config" "$OUT/peers/"
-  AMQ_STOMP=62713 RMQ_STOMP=63713 RMQ_AMQP=5773
-  for p in 62713 62716 63713 5773 25773; do
-    if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "port $p is in use: cannot run private peers" >&2; exit 2; fi
+  o=${PEERS_PORT_OFFSET:-100}
+  AMQ_STOMP=$((62613 + o)) RMQ_STOMP=$((63613 + o)) RMQ_AMQP=$((5673 + o))
+  for p in $((62613 + o)) $((62616 + o)) $((63613 + o)) $((5673 + o)) $((25673 + o)); do
+    if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "port $p is in use: cannot run private peers (try another PEERS_PORT_OFFSET)" >&2; exit 2; fi
   done
-  sed -i -e 's/62613/62713/g' -e 's/62616/62716/g' -e 's/6672/6772/g' -e 's/63613/63713/g' -e 's/5673/5773/g' \
+  sed -i -e "s/62613/$((62613 + o))/g" -e "s/62616/$((62616 + o))/g" -e "s/6672/$((6672 + o))/g" -e "s/63613/$((63613 + o))/g" -e "s/5673/$((5673 + o))/g" \
     -e 's/baselinec@localhost/sluicebench@localhost/g' "$OUT"/peers/scripts/* "$OUT"/peers/config/*
   PEERS="$OUT/peers/scripts"
   AMQ_DIR="$OUT/peers/amq"
@@ -165,7 +179,7 @@ run() {
   if [ -s "$tmp" ]; then
     cat "$tmp" >> "$file"
     printf '  %-10s %-10s %-10s %s\n' "$scenario" "$(jq -r .protocol "$tmp" 2>/dev/null)" "$label" \
-      "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
+      "$(jq -r '"\(.message_rate|floor) msg/s, \(.delivery_rate|floor) deliveries/s, p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, p99.9 \(.latency.p999_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, ok \(.ok)"' "$tmp" 2>/dev/null || echo "see $tmp")"
   else
     printf '  %-10s %-6s %-10s FAILED (exit %s): %s\n' "$scenario" "$proto" "$label" "$rc" "$(tr '\n' ' ' < "$OUT/last.err")"
   fi
@@ -229,6 +243,39 @@ if [ "$AMQP" = 1 ]; then
         # shellcheck disable=SC2086
         for b in $ABROKERS; do run "$OUT/reports.json" amqp "$b" "$scenario" "$count" ${AFLAGS[$b]} --ack auto --prefetch 1000 --client "$client" "${wflags[@]}"; done
       done
+    done
+  done
+fi
+
+if [ "$PACED" = 1 ]; then
+  # Light, steady load: the figure is the latency tail, not the rate.
+  pflags=(--rate "$PACED_RATE" --receipt-window "$PACED_WINDOW" --prefetch 1000)
+  paced_variants="stomp:sluice:client-individual stomp:rabbitmq:client-individual"
+  if [ -n "$SLUICE_AMQP" ]; then
+    paced_variants="$paced_variants amqp:sluice:client-individual amqp:sluice:auto"
+  fi
+  paced_variants="$paced_variants amqp:rabbitmq:auto"
+  # paced_run FILE VARIANT CLIENT COUNT
+  paced_run() {
+    local proto b ack
+    IFS=: read -r proto b ack <<< "$2"
+    if [ "$proto" = stomp ]; then
+      # shellcheck disable=SC2086
+      run "$1" stomp "$b" persistent "$4" --client "$3" --addr "${ADDR[$b]}" --broker-pid "${PID[$b]}" ${FLAGS[$b]} --ack "$ack" "${pflags[@]}"
+    else
+      local af="--addr ${SLUICE_AMQP:-none} --broker-pid $SLUICE_PID"
+      [ "$b" = rabbitmq ] && af="--addr 127.0.0.1:$RMQ_AMQP --user guest --password guest --address-style rabbitmq --broker-pid $RMQ_PID"
+      # shellcheck disable=SC2086
+      run "$1" amqp "$b" persistent "$4" $af --client "$3" --ack "$ack" "${pflags[@]}"
+    fi
+  }
+  for client in $PACED_CLIENTS; do
+    echo "== paced: persistent at $PACED_RATE msg/s, $PACED_WINDOW confirmations in flight, $client client: warm-up (not recorded), then $ROUNDS rounds of $PACED_COUNT messages"
+    for v in $paced_variants; do paced_run "$OUT/warmup.json" "$v" "$client" $(( (PACED_COUNT + 4) / 5 )); done
+    for r in $(seq 1 "$ROUNDS"); do
+      echo " round $r  (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
+      check_peers || echo "  !! results of this round are suspect (use PEERS_PRIVATE=1)"
+      for v in $paced_variants; do paced_run "$OUT/reports.json" "$v" "$client" "$PACED_COUNT"; done
     done
   done
 fi

@@ -60,6 +60,12 @@ the clocks of producer and consumer are this machine's) and whether every
 message arrived exactly once per consumer. Each run uses a fresh destination
 (--prefix, the scenario and a run ID), so a broker's leftovers never count.
 
+--rate paces the queue and persistent scenarios: that many messages per
+second across the producers, evenly spaced, for a latency figure at a fixed,
+light load (e.g. --scenario persistent --rate 2000 --receipt-window 64
+--count 20000). Latency runs from each actual send; the report counts the
+sends that started over 1 ms behind their schedule.
+
 Without --addr, a Sluice broker starts inside this process (temporary data
 directory, STOMP or AMQP 1.0 on 127.0.0.1:0); --cpuprofile then profiles it, client
 included. "sluice bench serve" runs such a broker alone, with a pprof
@@ -88,6 +94,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.scenario, "scenario", "queue", "queue, persistent, fanout, backlog or slow (STOMP)")
 	f.IntVar(&b.o.Count, "count", 0, "messages to send in all (default: 100000 for queue, 5000 for persistent, fanout and backlog, unless --duration)")
 	f.DurationVar(&b.o.Duration, "duration", 0, "send for this long instead (with --count too: whichever ends first)")
+	f.Float64Var(&b.o.Rate, "rate", 0, "pace the sends: this many messages/s across the producers, evenly spaced (0: as fast as the broker takes them)")
 	f.IntVar(&b.o.Size, "size", 1024, "body size in bytes")
 	f.IntVar(&b.o.Producers, "producers", 1, "producers, each on its own connection")
 	f.IntVar(&b.o.Consumers, "consumers", 0, "consumers of the queue or subscribers of the topic, each on its own connection (default 1; fanout 50)")

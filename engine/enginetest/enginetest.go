@@ -117,6 +117,20 @@ func (f *Faults) Submit(ops []store.Op, linger time.Duration) store.Pending {
 	return f.sub.Submit(ops, linger)
 }
 
+// Hold is Submit for a held write (journal.Store.Hold), held by the
+// wrapped store when it can hold writes.
+func (f *Faults) Hold(ops []store.Op, hold time.Duration) store.Pending {
+	if f.failing.Load() {
+		return f.Submit(ops, hold)
+	}
+	if h, ok := f.sub.(interface {
+		Hold([]store.Op, time.Duration) store.Pending
+	}); ok {
+		return h.Hold(ops, hold)
+	}
+	return f.sub.Submit(ops, hold)
+}
+
 // failed is a Pending that fails with ErrInjected once done closes.
 type failed struct{ done chan struct{} }
 

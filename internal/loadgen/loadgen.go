@@ -71,6 +71,11 @@ type Options struct {
 	Count    int           `json:"count"`
 	Duration time.Duration `json:"duration_ns"`
 
+	// Rate, when positive, paces the sends: this many messages per second
+	// across all producers, evenly spaced (see pacer). Zero sends as fast
+	// as the broker takes them. Still bounded by Count or Duration.
+	Rate float64 `json:"rate,omitempty"`
+
 	Size      int  `json:"size"`      // body size in bytes (default 1024)
 	Producers int  `json:"producers"` // default 1
 	Consumers int  `json:"consumers"` // consumers of the queue, or subscribers of the topic (default 1; fanout 50)
@@ -150,11 +155,14 @@ func (o *Options) Resolve() error {
 		if o.MaxBacklog != 0 {
 			return errors.New("the backlog scenario has no consumer while it fills: max-backlog would stop it")
 		}
+		if o.Rate != 0 {
+			return errors.New("the backlog scenario fills as fast as the broker confirms: it takes no rate")
+		}
 	default:
 		return fmt.Errorf("scenario %q: want queue, persistent, fanout or backlog", o.Scenario)
 	}
-	if o.Count < 0 || o.Duration < 0 {
-		return errors.New("count and duration must not be negative")
+	if o.Count < 0 || o.Duration < 0 || o.Rate < 0 {
+		return errors.New("count, duration and rate must not be negative")
 	}
 	if o.Count == 0 && o.Duration == 0 {
 		return errors.New("give a message count or a duration: runs are bounded")
@@ -451,6 +459,7 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	}
 	sent := make([]int64, o.Producers)
 	sendErrs := make([]error, o.Producers)
+	pacers := make([]*pacer, o.Producers)
 	var pwg sync.WaitGroup
 	for i, p := range producers {
 		n := -1
@@ -460,11 +469,19 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 				n++
 			}
 		}
+		pace := newPacer(start, o.Rate, o.Producers, i)
+		pacers[i] = pace
 		pwg.Add(1)
 		go func() {
 			defer pwg.Done()
 			var seq uint64
 			for n < 0 || int(seq) < n {
+				if pace != nil {
+					if err := pace.wait(ctx, seq); err != nil {
+						sendErrs[i] = err
+						break
+					}
+				}
 				// The last message asks for a confirmation, so the send
 				// time covers the broker having taken every message.
 				last := n >= 0 && int(seq) == n-1
@@ -497,6 +514,12 @@ func Run(ctx context.Context, d Driver, o Options) (*Report, error) {
 	}
 	pwg.Wait()
 	sendEnd := time.Now()
+	for _, pace := range pacers {
+		if pace != nil {
+			rep.PaceBehind += pace.behind
+			rep.PaceMaxBehindMs = max(rep.PaceMaxBehindMs, float64(pace.maxBehind.Microseconds())/1000)
+		}
+	}
 	var totalSent int64
 	for i, n := range sent {
 		totalSent += n

@@ -39,6 +39,14 @@ type Report struct {
 
 	Latency LatencySummary `json:"latency"`
 
+	// With Options.Rate: the sends that started more than a millisecond
+	// after their scheduled time (the producer was waiting for
+	// confirmations), and the latest of them. Latency is measured from
+	// the actual send, so a run with many late sends did not offer the
+	// load it was asked to.
+	PaceBehind      int64   `json:"pace_behind,omitempty"`
+	PaceMaxBehindMs float64 `json:"pace_max_behind_ms,omitempty"`
+
 	// Backlog has the phases of the backlog scenario (nil for the others).
 	Backlog *BacklogReport `json:"backlog,omitempty"`
 
@@ -158,6 +166,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("scenario", "%s: %s %s, %d producer(s), %d consumer(s), %d B, %s, %s, ack %s, prefetch %s",
 		o.Scenario, kind, o.Destination, o.Producers, o.Consumers, o.Size, mode, receipts, o.AckMode, prefetchString(o.Prefetch))
 	p("bound", "%s", bound)
+	if o.Rate > 0 {
+		p("paced", "%s msg/s across the producers; %d sends started over 1 ms late (latest by %s ms)", rate(o.Rate), r.PaceBehind, ms(r.PaceMaxBehindMs))
+	}
 	p("sent", "%d in %.3fs = %s msg/s", r.Sent, r.SendSeconds, rate(r.SendRate))
 	p("received", "%d of %d deliveries in %.3fs = %s deliveries/s", r.Received, r.Expected, r.ReceiveSeconds, rate(r.ReceiveRate))
 	if o.Topic {

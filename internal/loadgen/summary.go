@@ -46,16 +46,29 @@ type Group struct {
 	// asked for them (persistent); runs with other windows form other
 	// groups.
 	Window int
-	Runs   []*Report
+	// Rate is the paced send rate (Options.Rate), 0 when unpaced; paced
+	// runs are compared on latency, not on rate.
+	Rate float64
+	// Ack is the consumers' acknowledgement mode; runs with other modes
+	// form other groups.
+	Ack  AckMode
+	Runs []*Report
 }
 
 // Name is the scenario, with the confirmation window when there is one
 // other than 1: "persistent w1000".
 func (g *Group) Name() string {
+	name := string(g.Scenario)
 	if g.Window > 1 {
-		return fmt.Sprintf("%s w%d", g.Scenario, g.Window)
+		name = fmt.Sprintf("%s w%d", g.Scenario, g.Window)
 	}
-	return string(g.Scenario)
+	if g.Rate > 0 {
+		name += fmt.Sprintf(" @%g/s", g.Rate)
+	}
+	if g.Ack != "" && g.Ack != AckAuto {
+		name += " ack:" + string(g.Ack)
+	}
+	return name
 }
 
 func windowOf(r *Report) int {
@@ -118,12 +131,12 @@ func GroupReports(reps []*Report) []*Group {
 	for _, r := range reps {
 		var g *Group
 		for _, h := range out {
-			if h.Scenario == r.Options.Scenario && h.Window == windowOf(r) && h.Label == r.Label && h.Protocol == protocolOf(r) {
+			if h.Scenario == r.Options.Scenario && h.Window == windowOf(r) && h.Rate == r.Options.Rate && h.Ack == r.Options.AckMode && h.Label == r.Label && h.Protocol == protocolOf(r) {
 				g = h
 			}
 		}
 		if g == nil {
-			g = &Group{Scenario: r.Options.Scenario, Window: windowOf(r), Protocol: protocolOf(r), Label: r.Label}
+			g = &Group{Scenario: r.Options.Scenario, Window: windowOf(r), Rate: r.Options.Rate, Ack: r.Options.AckMode, Protocol: protocolOf(r), Label: r.Label}
 			out = append(out, g)
 		}
 		g.Runs = append(g.Runs, r)
@@ -138,18 +151,19 @@ func GroupReports(reps []*Report) []*Group {
 func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 	groups := GroupReports(reps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tprotocol\tbroker\tok runs\tmsg/s\t(min–max)\tdeliveries/s\tp50 ms\tp99 ms\tbroker CPU s/100k deliveries\tclient CPU s\tfailed runs\t")
+	fmt.Fprintln(tw, "scenario\tprotocol\tbroker\tok runs\tmsg/s\t(min–max)\tdeliveries/s\tp50 ms\tp99 ms\tp99.9 ms\tbroker CPU s/100k deliveries\tclient CPU s\tfailed runs\t")
 	for _, g := range groups {
 		rates := g.values(func(r *Report) float64 { return r.MessageRate })
 		lo, hi := 0.0, 0.0
 		if len(rates) > 0 {
 			lo, hi = slices.Min(rates), slices.Max(rates)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t(%.0f–%.0f)\t%.0f\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t(%.0f–%.0f)\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
 			g.Name(), g.Protocol, g.Label, len(rates), median(rates), lo, hi,
 			g.Median(func(r *Report) float64 { return r.DeliveryRate }),
 			g.Median(func(r *Report) float64 { return r.Latency.P50Ms }),
 			g.Median(func(r *Report) float64 { return r.Latency.P99Ms }),
+			g.Median(func(r *Report) float64 { return r.Latency.P999Ms }),
 			cpuString(g),
 			g.Median(func(r *Report) float64 { return r.ClientCPU }),
 			g.Failed())
@@ -163,20 +177,27 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 	fmt.Fprintln(w)
 	seen := map[string]bool{}
 	for _, g := range groups {
-		key := g.Name() + "/" + g.Protocol
+		key := g.Name() + "/" + g.Protocol + "/" + string(g.Ack)
 		if seen[key] || g.Label != baseline {
 			continue
 		}
 		seen[key] = true
 		var best *Group
 		for _, h := range groups {
-			if h.Scenario == g.Scenario && h.Window == g.Window && h.Protocol == g.Protocol && h.Label != baseline {
+			// Paced runs compare latencies, whatever the peer's consumers
+			// do (a peer may have to run them pre-settled).
+			sameAck := h.Ack == g.Ack || g.Rate > 0
+			if h.Scenario == g.Scenario && h.Window == g.Window && h.Rate == g.Rate && sameAck && h.Protocol == g.Protocol && h.Label != baseline {
 				if best == nil || h.Median(func(r *Report) float64 { return r.MessageRate }) > best.Median(func(r *Report) float64 { return r.MessageRate }) {
 					best = h
 				}
 			}
 		}
 		if best == nil {
+			continue
+		}
+		if g.Rate > 0 {
+			fmt.Fprintln(w, pacedLine(g, best, baseline))
 			continue
 		}
 		mine := g.Median(func(r *Report) float64 { return r.MessageRate })
@@ -206,6 +227,26 @@ func WriteSummary(w io.Writer, reps []*Report, baseline string) error {
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// pacedLine compares paced groups on their median p99 latency: at a
+// fixed offered load the rate says nothing, the tail does.
+func pacedLine(g, peer *Group, baseline string) string {
+	p99 := func(r *Report) float64 { return r.Latency.P99Ms }
+	mine, theirs := g.Median(p99), peer.Median(p99)
+	verdict := "no worse: MET"
+	if mine > theirs {
+		verdict = "no worse: NOT MET"
+	}
+	who := peer.Label
+	if peer.Ack != g.Ack {
+		who += " (ack " + string(peer.Ack) + ")"
+	}
+	line := fmt.Sprintf("%s %s: p99 %s %.2f ms, %s %.2f ms  (bar %s)", g.Name(), g.Protocol, baseline, mine, who, theirs, verdict)
+	if n := g.Failed() + peer.Failed(); n > 0 {
+		line += fmt.Sprintf("; %d run(s) failed verification and are left out", n)
+	}
+	return line
 }
 
 func cpuString(g *Group) string {

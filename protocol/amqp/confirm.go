@@ -35,6 +35,12 @@ type pendingConfirm struct {
 	id      uint32
 	settled bool // the client sent it settled: nothing to answer
 	conf    *engine.Confirmation
+	// out: an unsettled accepted of delivery id sent to the client, with
+	// its engine tag and the client's state, rather than a transfer; the
+	// server settles it once its acknowledgement is durable.
+	out   bool
+	tag   uint64
+	state types.DeliveryState
 }
 
 // confirmLater queues pc for the confirmer, starting it on first use.
@@ -135,6 +141,18 @@ type confirmRun struct {
 // add settles pc after err: accepted deliveries join the run, a failure is
 // rejected on its own.
 func (r *confirmRun) add(c *conn, pc pendingConfirm, err error) {
+	if pc.out {
+		r.flush(c)
+		pc.l.confirmMu.Lock()
+		defer pc.l.confirmMu.Unlock()
+		if pc.l.closed.Load() {
+			return
+		}
+		if serr := pc.l.settled(pc.id, pc.tag, pc.state, false, err); serr != nil {
+			c.log.Warn("amqp acknowledgement not applied", slog.String("link", pc.l.name), slog.Any("err", serr))
+		}
+		return
+	}
 	if err != nil {
 		c.log.Warn("amqp message not confirmed", slog.String("link", pc.l.name), slog.Any("err", err))
 	}

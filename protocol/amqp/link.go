@@ -729,10 +729,41 @@ func (l *link) settle(id uint32, tag uint64, st types.DeliveryState, settled boo
 			default:
 				err = l.applyOutcome(ctx, tag, x.Outcome, settled)
 			}
+		case *types.Accepted:
+			if !settled {
+				return l.acceptLater(id, tag, st)
+			}
+			err = l.applyOutcome(ctx, tag, st, settled)
 		default:
 			err = l.applyOutcome(ctx, tag, st, settled)
 		}
 	}
+	return l.settled(id, tag, st, settled, err)
+}
+
+// acceptLater applies an accepted outcome the client left unsettled
+// without holding up the reader: the acknowledgement's delete is committed
+// with other writes, and the server settles the delivery once it is
+// durable; the confirmer does, when the write is not done at once and the
+// client has more for the reader (confirm.go).
+func (l *link) acceptLater(id uint32, tag uint64, st types.DeliveryState) error {
+	c := l.s.c
+	conf, err := l.engSess.AcknowledgeLater(tag)
+	if err == nil && !conf.Ready() && !c.confirmNow() {
+		c.confirmLater(pendingConfirm{l: l, id: id, conf: conf, out: true, tag: tag, state: st})
+		return nil
+	}
+	if err == nil {
+		err = conf.Wait(c.ctx)
+	}
+	return l.settled(id, tag, st, false, err)
+}
+
+// settled answers the client's disposition st of delivery id once the
+// engine has applied it (err nil) or not.
+func (l *link) settled(id uint32, tag uint64, st types.DeliveryState, settled bool, err error) error {
+	ctx := context.Background()
+	c := l.s.c
 	if err != nil {
 		if errors.Is(err, engine.ErrIllegalState) {
 			// No longer the session's: the link or session closed and
@@ -781,16 +812,35 @@ func (l *link) applyOutcome(ctx context.Context, tag uint64, st any, settled boo
 		}
 		return l.engSess.Acknowledge(ctx, tag)
 	case *types.Released:
-		return l.engSess.Settle(ctx, tag, engine.Released)
+		return l.settleAs(ctx, tag, engine.Released, settled)
 	case *types.Rejected:
-		return l.engSess.Settle(ctx, tag, engine.Rejected)
+		return l.settleAs(ctx, tag, engine.Rejected, settled)
 	case *types.Modified:
 		// The engine cannot keep a message from one consumer, so
 		// undeliverable-here counts as a failed delivery too.
 		if x.DeliveryFailed.Value || x.UndeliverableHere.Value {
-			return l.engSess.Settle(ctx, tag, engine.Failed)
+			return l.settleAs(ctx, tag, engine.Failed, settled)
 		}
-		return l.engSess.Settle(ctx, tag, engine.Released)
+		return l.settleAs(ctx, tag, engine.Released, settled)
+	}
+	return nil
+}
+
+// settleAs applies a released, modified or rejected outcome. A client that
+// settled the delivery itself waits for nothing, so the reader does not
+// wait for the redelivery records either: they are committed with other
+// writes (the message is not delivered again before they are durable).
+// An unsettled one is answered once they are durable.
+func (l *link) settleAs(ctx context.Context, tag uint64, o engine.Outcome, settled bool) error {
+	if !settled {
+		return l.engSess.Settle(ctx, tag, o)
+	}
+	conf, err := l.engSess.SettleConfirm(tag, o)
+	if err != nil {
+		return err
+	}
+	if conf.Ready() {
+		return conf.Wait(ctx)
 	}
 	return nil
 }

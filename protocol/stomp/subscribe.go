@@ -386,7 +386,11 @@ func (c *conn) handleAck(ctx context.Context, f *frame.Frame) error {
 	} else if ok && !requeue {
 		outcome = engine.Rejected
 	}
-	return sub.sess.Settle(ctx, tag, outcome)
+	conf, err := sub.sess.SettleConfirm(tag, outcome)
+	if err != nil {
+		return err
+	}
+	return c.answerLater(conf, f)
 }
 
 // acknowledge acknowledges a delivery for an ACK outside a transaction
@@ -402,6 +406,17 @@ func (c *conn) acknowledge(sub *subscription, tag uint64, f *frame.Frame) error 
 	if err != nil {
 		return err
 	}
+	return c.answerLater(conf, f)
+}
+
+// answerLater answers an ACK or NACK frame f whose store write conf
+// confirms (nil: nothing to write): with a receipt, once the write is
+// durable, by the confirmer when earlier frames still wait or more frames
+// are already read (it returns errPending then), in order with the
+// connection's other receipts; a failed write gives an ERROR naming the
+// receipt. Without a receipt nobody waits: only a write that failed at
+// once is reported.
+func (c *conn) answerLater(conf *engine.Confirmation, f *frame.Frame) error {
 	if _, ok := f.Get(frame.HeaderReceipt); !ok {
 		if conf.Ready() {
 			return conf.Wait(c.ctx)

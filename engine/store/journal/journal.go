@@ -117,6 +117,12 @@ type Store struct {
 	applyQ      []record
 	active      uint64 // the segment being written
 	stats       Stats
+	// lastArrival is when the latest write that is not held arrived:
+	// whether a lingering write has company coming (lingerFor).
+	lastArrival time.Time
+	// sleepUntil is when the committer, asleep for a deadline, wakes by
+	// itself; zero while it is not so asleep (see needsWake).
+	sleepUntil time.Time
 
 	wake      chan struct{}
 	applyWake chan struct{}
@@ -140,7 +146,67 @@ type request struct {
 	ops   []store.Op
 	done  chan error
 	until time.Time  // lingering: the commit may wait for company until then
+	hold  bool       // Hold: until is a deadline, not a wish for company
 	sub   *submitted // for Submit: told instead of done
+}
+
+// Lingering.
+//
+// A write that may linger (UpdateLinger, Submit with a linger) waits for
+// company only when company is likely: when another write arrived less
+// than its linger before it, so that writes are coming in a stream (many
+// consumers' acknowledgements, a busy producer). A write that arrives
+// alone is committed at once: at a light load, waiting would only add
+// the linger to its latency, with nothing to share the sync with. A
+// write queued while a commit is in flight waits for that commit anyway,
+// and shares the next one with whatever arrives meanwhile.
+//
+// A held write (Hold) is different: it waits so that it can be taken back
+// (consume before store), not for company. It never makes the committer
+// commit before its deadline, and it does not count as company for
+// others; but a commit that takes a write queued after it takes it too,
+// since the log keeps the order of the writes.
+
+// lingerFor is how long a write asking to linger for linger may wait:
+// linger when hold, or when another write that seeks company arrived
+// sinceOther before it (negative: none yet) and that is less than linger;
+// 0, commit at once, otherwise.
+func lingerFor(linger time.Duration, hold bool, sinceOther time.Duration) time.Duration {
+	switch {
+	case linger <= 0:
+		return 0
+	case hold:
+		return linger
+	case sinceOther >= 0 && sinceOther < linger:
+		return linger
+	}
+	return 0
+}
+
+// plan decides what the committer does with queue q at now: commit its
+// first n requests (n > 0), or wait up to wait for a deadline or a new
+// arrival (n == 0). Once any request is due (no linger left), the commit
+// takes every request up to the last one that is due or seeks company;
+// held requests after it stay queued, still withdrawable. The order of
+// the log is the order of the queue.
+func plan(q []*request, now time.Time) (n int, wait time.Duration) {
+	due := func(r *request) bool { return r.until.IsZero() || !now.Before(r.until) }
+	var first time.Time
+	anyDue := false
+	for i, r := range q {
+		if due(r) {
+			anyDue = true
+		} else if first.IsZero() || r.until.Before(first) {
+			first = r.until
+		}
+		if !r.hold || due(r) {
+			n = i + 1
+		}
+	}
+	if anyDue {
+		return n, 0
+	}
+	return 0, first.Sub(now)
 }
 
 // finish answers the request and drops its ops. It runs on the committer,
@@ -188,6 +254,20 @@ func (p *submitted) Withdraw() bool {
 // and returns at once (store.Submitter). Invalid ops, a closed or failed
 // journal give a Pending that is already done with the error.
 func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
+	return s.submit(ops, linger, false)
+}
+
+// Hold queues ops to be made durable within hold, and returns at once.
+// Until then the write can be withdrawn (Pending.Withdraw); it is
+// committed earlier only along with a write queued after it. The engine
+// holds the first write of a message it hands to a waiting consumer, so
+// that an acknowledgement within hold takes it back and the message is
+// never written.
+func (s *Store) Hold(ops []store.Op, hold time.Duration) store.Pending {
+	return s.submit(ops, hold, true)
+}
+
+func (s *Store) submit(ops []store.Op, linger time.Duration, hold bool) store.Pending {
 	p := &submitted{s: s, fin: make(chan struct{})}
 	fail := func(err error) store.Pending {
 		p.err = err
@@ -197,12 +277,10 @@ func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
 	if err := s.validate(ops); err != nil {
 		return fail(err)
 	}
-	r := &request{ops: ops, sub: p}
-	if linger > 0 {
-		r.until = time.Now().Add(linger)
-	}
+	r := &request{ops: ops, sub: p, hold: hold}
 	p.r = r
 	s.mu.Lock()
+	s.arrive(r, linger)
 	switch {
 	case s.closed:
 		s.mu.Unlock()
@@ -216,12 +294,23 @@ func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
 		return fail(nil)
 	}
 	s.queue = append(s.queue, r)
+	wake := s.needsWake(r)
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	return p
+}
+
+// needsWake reports whether the committer must be woken for r, just
+// queued: not when it is already asleep until a deadline no later than
+// r's (it will look at r then), which spares a goroutine switch per
+// message while held writes come and go. Called under s.mu.
+func (s *Store) needsWake(r *request) bool {
+	return r.until.IsZero() || s.sleepUntil.IsZero() || r.until.Before(s.sleepUntil)
 }
 
 // record is one confirmed Update waiting to be applied: its encoded ops
@@ -517,10 +606,8 @@ func (s *Store) update(ctx context.Context, ops []store.Op, linger time.Duration
 		return err
 	}
 	r := &request{ops: ops, done: make(chan error, 1)}
-	if linger > 0 {
-		r.until = time.Now().Add(linger)
-	}
 	s.mu.Lock()
+	s.arrive(r, linger)
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
@@ -554,19 +641,20 @@ func (s *Store) validate(ops []store.Op) error {
 	return nil
 }
 
-// lingering reports whether every queued request lingers, and the earliest
-// of their deadlines.
-func lingering(q []*request) (time.Time, bool) {
-	var first time.Time
-	for _, r := range q {
-		if r.until.IsZero() {
-			return time.Time{}, false
-		}
-		if first.IsZero() || r.until.Before(first) {
-			first = r.until
-		}
+// arrive sets r's deadline for a linger of linger (see lingerFor) and
+// notes its arrival; called under s.mu.
+func (s *Store) arrive(r *request, linger time.Duration) {
+	now := time.Now()
+	since := time.Duration(-1)
+	if !s.lastArrival.IsZero() {
+		since = now.Sub(s.lastArrival)
 	}
-	return first, len(q) > 0
+	if l := lingerFor(linger, r.hold, since); l > 0 {
+		r.until = now.Add(l)
+	}
+	if !r.hold {
+		s.lastArrival = now
+	}
 }
 
 // commitLoop appends waiting Updates to the log, one sync per round.
@@ -583,31 +671,47 @@ func (s *Store) commitLoop() {
 			s.mu.Unlock()
 			return
 		}
-		// Only lingering writes waiting: give others until the earliest
-		// deadline to join them.
-		if until, ok := lingering(s.queue); ok && !s.closed {
-			if wait := time.Until(until); wait > 0 {
-				s.mu.Unlock()
-				t := time.NewTimer(wait)
-				select {
-				case <-s.wake:
-				case <-t.C:
-				}
-				t.Stop()
-				s.mu.Lock()
-				if _, still := lingering(s.queue); still && time.Now().Before(until) {
-					s.mu.Unlock()
-					continue
-				}
+		// Only lingering or held writes waiting: wait for the earliest
+		// deadline, or for a write that makes a commit due.
+		n, wait := len(s.queue), time.Duration(0)
+		if !s.closed {
+			n, wait = plan(s.queue, time.Now())
+		}
+		if n == 0 {
+			s.sleepUntil = time.Now().Add(wait)
+			s.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-s.wake:
+			case <-t.C:
 			}
+			t.Stop()
+			s.mu.Lock()
+			s.sleepUntil = time.Time{}
+			s.mu.Unlock()
+			continue
 		}
 		// Back-pressure: let the applier catch up before confirming more.
 		for s.pending > s.opts.MaxPending && s.failed == nil {
 			s.pokeApplier()
 			s.cond.Wait()
 		}
-		batch := s.queue
-		s.queue = nil
+		if !s.closed {
+			// Withdrawals may have shortened the queue meanwhile.
+			n, _ = plan(s.queue, time.Now())
+			if n == 0 {
+				s.mu.Unlock()
+				continue
+			}
+		}
+		n = min(n, len(s.queue))
+		batch := append([]*request(nil), s.queue[:n]...)
+		rest := copy(s.queue, s.queue[n:])
+		clear(s.queue[rest:])
+		s.queue = s.queue[:rest]
+		if rest == 0 {
+			s.queue = nil
+		}
 		s.committing++
 		s.mu.Unlock()
 		s.commit(batch)

@@ -22,14 +22,15 @@ func TestPendingDropsOps(t *testing.T) {
 		freed := make(chan struct{})
 		runtime.AddCleanup(&value[0], func(ch chan struct{}) { close(ch) }, freed)
 		op := store.Op{Kind: store.Put, Bucket: "b", Key: []byte("k"), Value: value}
-		linger := time.Duration(0)
+		var p store.Pending
 		if withdraw {
-			linger = time.Hour
+			p = s.(*journal.Store).Hold([]store.Op{op}, time.Hour)
+		} else {
+			p = sub.Submit([]store.Op{op}, 0)
 		}
-		p := sub.Submit([]store.Op{op}, linger)
 		value, op = nil, store.Op{}
 		if withdraw && !p.Withdraw() {
-			t.Fatal("Withdraw of a write lingering for an hour: false")
+			t.Fatal("Withdraw of a write held for an hour: false")
 		}
 		<-p.Done()
 		if err := p.Err(); (err != nil) != withdraw {
