@@ -732,10 +732,26 @@ func (b *Broker) requeueConfirm(ctx context.Context, refs []*ref, failed bool, d
 				p := sub.Submit(ops, markLinger)
 				// The journal commits submitted writes in order: the last
 				// one done means every earlier one is, and b.acks releases
-				// in that order too.
+				// in that order too. A ref due now goes back at once, in
+				// its place (ordered redelivery: a release must not let
+				// the next message overtake it): whatever its next
+				// delivery writes (a delivery mark) is submitted after
+				// this record, so it is committed after it too. A delayed
+				// ref waits for its record, which carries its delay.
 				rp := &releasedPending{Pending: p, done: make(chan struct{})}
 				conf = &Confirmation{ack: rp, dest: q.dest, record: true}
-				hold := held
+				var hold, now []*ref
+				at := b.nowMillis()
+				for _, r := range held {
+					if r.deliverAt > at {
+						hold = append(hold, r)
+					} else {
+						now = append(now, r)
+					}
+				}
+				if len(now) > 0 {
+					q.release(now)
+				}
 				b.acks.watchThen(b, p, 0, func(err error) {
 					if err != nil {
 						b.log.Error("record redelivery", slog.String("destination", q.dest.String()), slog.Any("err", err))
