@@ -988,6 +988,9 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 		refs, paged := q.drainAll(true)
 		b.deletePagedMessages(ctx, q.bucket, paged)
 		ops = b.storeOpsForRemove(refs, ops)
+		// Scheduled messages kept in the store go now, not when they
+		// would have been due (a restart before then would orphan them).
+		ops = q.pagedRemoveOps(b.pager.removeOf(q), ops)
 		for _, c := range q.consumerList() {
 			_ = c.close(reason)
 		}

@@ -545,3 +545,34 @@ func TestPagedExpiryScan(t *testing.T) {
 		t.Fatalf("after the scan and a restart got %v", got)
 	}
 }
+
+// Deleting a queue removes the messages it kept in the store for later
+// (scheduled far ahead), not only when they would have been due: a restart
+// before then would leave them behind.
+func TestDeleteRemovesScheduledPagedMessages(t *testing.T) {
+	h := newPersistent(t, "", engine.Config{})
+	q := message.Destination{Kind: message.Queue, Name: "later.deleted"}
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	p, err := s.CreateProducer(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := p.Send(context.Background(), text(strconv.Itoa(i)), engine.SendOptions{Set: engine.SetTimeToDeliver, TimeToDeliver: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in := destInfo(t, h, q); in.Scheduled != 20 {
+		t.Fatalf("scheduled %d, want 20", in.Scheduled)
+	}
+	if err := h.b.DeleteDestination(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
+	left := 0
+	_ = h.st.ForEach("msgs", func(k, _ []byte) error { left++; return nil })
+	if left != 0 {
+		t.Fatalf("%d message records left after deleting a queue of scheduled messages", left)
+	}
+}

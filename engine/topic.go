@@ -374,6 +374,7 @@ func (b *Broker) dropSubscription(ctx context.Context, s *subscription) error {
 	s.topic.t.roomFreed()
 	b.deletePagedMessages(ctx, s.q.bucket, paged)
 	ops := b.storeOpsForRemove(refs, nil)
+	ops = s.q.pagedRemoveOps(b.pager.removeOf(s.q), ops)
 	if s.q.bucket != "" {
 		ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: s.q.bucket},
 			store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
