@@ -155,6 +155,7 @@ type crashLog struct {
 	sent     map[string]bool
 	acked    map[string]bool // acknowledged durably
 	taken    map[string]bool // acknowledged, perhaps not durably yet (AcknowledgeConfirm)
+	settled  map[string]bool // taken or acked
 	received map[string]int
 	back     int // received again after the restart though acknowledged before the kill
 	errs     []string
@@ -162,10 +163,13 @@ type crashLog struct {
 }
 
 func newCrashLog() *crashLog {
-	return &crashLog{sent: map[string]bool{}, acked: map[string]bool{}, taken: map[string]bool{}, received: map[string]int{}}
+	return &crashLog{sent: map[string]bool{}, acked: map[string]bool{}, taken: map[string]bool{}, settled: map[string]bool{}, received: map[string]int{}}
 }
 
-func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter int, log *crashLog) {
+// runCrashChild runs a child broker in mode; with killAfter > 0 it is
+// SIGKILLed once it has acknowledged that many messages and at least
+// minBacklog of the confirmed sends are still unacknowledged.
+func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter, minBacklog int, log *crashLog) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashEnv+"="+mode, "SLUICE_CRASH_DIR="+dir, crashAckEnv+"="+ack, crashWindowEnv+"="+strconv.Itoa(window))
@@ -206,22 +210,24 @@ func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter int, l
 			}
 			log.received[id]++
 		case "TAKEN":
+			log.settled[f[1]] = true
 			log.taken[f[1]] = true
 			inRun[f[1]] = true
 			// Kill while acknowledgements are on their way to the disk.
 			acks++
-			if killAfter > 0 && acks >= killAfter && !killed {
+			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog && !killed {
 				killed = true
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 			}
 		case "ACKED":
+			log.settled[f[1]] = true
 			log.acked[f[1]] = true
 			inRun[f[1]] = true
 			if ack == "confirm" {
 				continue
 			}
 			acks++
-			if killAfter > 0 && acks >= killAfter && !killed {
+			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog && !killed {
 				killed = true
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 			}
@@ -260,14 +266,21 @@ func TestCrashSIGKILL(t *testing.T) {
 func crashSIGKILL(t *testing.T, ack string, window int) {
 	dir := t.TempDir()
 	log := newCrashLog()
-	runCrashChild(t, dir, "load", ack, window, 3000, log)
+	backlog := 0
+	if window > 0 {
+		// Kill only once thousands wait, most of them paged out.
+		backlog = 4000
+	}
+	runCrashChild(t, dir, "load", ack, window, 3000, backlog, log)
 	if len(log.sent) == 0 {
 		t.Fatal("no send was confirmed before the kill")
 	}
 	if window > 0 {
-		runCrashChild(t, dir, "drain", ack, window, 2000, log)
+		// Then again in the middle of the drain after the restart.
+		left := len(log.sent) - len(log.settled)
+		runCrashChild(t, dir, "drain", ack, window, left/2, 0, log)
 	}
-	runCrashChild(t, dir, "drain", ack, window, 0, log)
+	runCrashChild(t, dir, "drain", ack, window, 0, 0, log)
 	if !log.done {
 		t.Fatal("the restarted broker did not finish draining")
 	}

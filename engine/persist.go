@@ -41,6 +41,10 @@ const (
 	prefixSub   = "s:"
 )
 
+// sweepMax bounds the ref records for which recovery also sweeps the
+// message records for ones nothing refers to.
+const sweepMax = 100000
+
 // Ref record sizes and flags.
 const (
 	refRecordSize       = 26
@@ -350,6 +354,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	shared := map[uint64]*stored{}
 	var maxSeq uint64
 	var gone []string
+	held := map[uint64]struct{}{} // every seq a ref record names, while few (sweepMax)
 	for _, name := range names {
 		if !strings.HasPrefix(name, prefixQueue) && !strings.HasPrefix(name, prefixSub) {
 			continue
@@ -368,6 +373,13 @@ func (b *Broker) recover(ctx context.Context) error {
 				return err
 			}
 			maxSeq = max(maxSeq, rr.seq)
+			if held != nil {
+				if len(held) >= sweepMax {
+					held = nil // too many to sweep at start
+				} else {
+					held[rr.seq] = struct{}{}
+				}
+			}
 			if rr.transient {
 				// A non-persistent message that waited in the store: it
 				// does not outlive the broker.
@@ -441,6 +453,23 @@ func (b *Broker) recover(ctx context.Context) error {
 	}
 	for _, rec := range shared {
 		rec.shared = rec.refs.Load() > 1
+	}
+	// A small store is swept for messages no ref record names (left by a
+	// failure between writes that should have gone together); a large one
+	// is not, since that reads every message.
+	if held != nil {
+		err := st.ForEach(bucketMsgs, func(k, _ []byte) error {
+			if len(k) != 8 {
+				return nil
+			}
+			if _, ok := held[binary.BigEndian.Uint64(k)]; !ok {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: append([]byte(nil), k...)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	recOf := func(rr refRecord) *stored {
 		if rec := shared[rr.seq]; rec != nil {
