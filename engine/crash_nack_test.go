@@ -1,16 +1,11 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"hash/fnv"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,37 +32,11 @@ func TestCrashNackChild(t *testing.T) {
 	if mode == "" {
 		t.Skip("helper process for TestCrashSIGKILLNack")
 	}
-	st, _ := openDurable(t, os.Getenv("SLUICE_CRASH_DIR"))
-	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	out := bufio.NewWriter(os.Stdout)
-	var outMu sync.Mutex
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		fmt.Fprintf(out, format+"\n", args...)
-		out.Flush()
-		outMu.Unlock()
-	}
+	b, st, say := crashChildBroker(t, engine.Config{})
 	conn, _ := b.Connect(engine.ConnectionOptions{})
 	ctx := context.Background()
 	if mode == "load" {
-		for g := 0; g < 4; g++ {
-			go func(g int) {
-				s, _ := conn.CreateSession(engine.AutoAcknowledge)
-				p, _ := s.CreateProducer(queueA)
-				for i := 0; ; i++ {
-					id := fmt.Sprintf("%d-%d", g, i)
-					if err := p.Send(ctx, text(id), engine.SendOptions{}); err != nil {
-						say("ERR send %v", err)
-						return
-					}
-					say("SENT %s", id)
-				}
-			}(g)
-		}
+		crashLoad(conn, 4, say)
 	}
 	s, _ := conn.CreateSession(engine.IndividualAcknowledge)
 	s.SetRedeliveryDelay(5 * time.Millisecond)
@@ -143,23 +112,11 @@ type nackRun struct {
 
 func runNackChild(t *testing.T, dir, mode string, killAfter int, sent map[string]bool) *nackRun {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashNackChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashNackEnv+"="+mode, "SLUICE_CRASH_DIR="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
+	child := startCrashChild(t, "TestCrashNackChild", crashNackEnv+"="+mode, crashDirEnv+"="+dir)
 	run := &nackRun{recv: map[string][]bool{}, counts: map[string][]int{}, nacked: map[string]bool{},
 		durable: map[string]bool{}, acked: map[string]bool{}, taken: map[string]bool{}}
-	sc := bufio.NewScanner(stdout)
+	sc := child.lines
 	nacks := 0
-	killed := false
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 0 {
@@ -177,9 +134,8 @@ func runNackChild(t *testing.T, dir, mode string, killAfter int, sent map[string
 			run.nacked[f[1]] = true
 			// Kill while NACK records are on their way to the disk.
 			nacks++
-			if killAfter > 0 && nacks >= killAfter && !killed {
-				killed = true
-				_ = cmd.Process.Signal(syscall.SIGKILL)
+			if killAfter > 0 && nacks >= killAfter {
+				child.kill()
 			}
 		case "NACKDURABLE":
 			run.durable[f[1]] = true
@@ -193,10 +149,7 @@ func runNackChild(t *testing.T, dir, mode string, killAfter int, sent map[string
 			run.errs = append(run.errs, sc.Text())
 		}
 	}
-	_ = cmd.Wait()
-	if killAfter > 0 && !killed {
-		t.Fatalf("child ended before it was killed")
-	}
+	child.wait(t, killAfter > 0)
 	return run
 }
 

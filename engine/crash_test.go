@@ -1,16 +1,11 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,40 +35,12 @@ func TestCrashChild(t *testing.T) {
 	if mode == "" {
 		t.Skip("helper process for TestCrashSIGKILL")
 	}
-	dir := os.Getenv("SLUICE_CRASH_DIR")
-	st, _ := openDurable(t, dir)
 	window, _ := strconv.Atoi(os.Getenv(crashWindowEnv))
-	b, err := engine.New(context.Background(), engine.Config{Store: st, AutoCreate: true, ConsumeBeforeStore: true, WindowMessages: window})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	out := bufio.NewWriter(os.Stdout)
-	var outMu sync.Mutex
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		fmt.Fprintf(out, format+"\n", args...)
-		out.Flush()
-		outMu.Unlock()
-	}
+	b, st, say := crashChildBroker(t, engine.Config{WindowMessages: window})
 	conn, _ := b.Connect(engine.ConnectionOptions{})
 	ctx := context.Background()
 	if mode == "load" {
-		for g := 0; g < 8; g++ {
-			go func(g int) {
-				s, _ := conn.CreateSession(engine.AutoAcknowledge)
-				p, _ := s.CreateProducer(queueA)
-				for i := 0; ; i++ {
-					id := fmt.Sprintf("%d-%d", g, i)
-					m := text(id)
-					if err := p.Send(ctx, m, engine.SendOptions{}); err != nil {
-						say("ERR send %v", err)
-						return
-					}
-					say("SENT %s", id)
-				}
-			}(g)
-		}
+		crashLoad(conn, 8, say)
 	}
 	s, _ := conn.CreateSession(engine.ClientAcknowledge)
 	c, _ := s.CreateConsumer(queueA, engine.ConsumerOptions{Prefetch: 50})
@@ -171,22 +138,10 @@ func newCrashLog() *crashLog {
 // minBacklog of the confirmed sends are still unacknowledged.
 func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter, minBacklog int, log *crashLog) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+mode, "SLUICE_CRASH_DIR="+dir, crashAckEnv+"="+ack, crashWindowEnv+"="+strconv.Itoa(window))
+	child := startCrashChild(t, "TestCrashChild", crashEnv+"="+mode, crashDirEnv+"="+dir, crashAckEnv+"="+ack, crashWindowEnv+"="+strconv.Itoa(window))
 	inRun := map[string]bool{} // acknowledged in this run: never delivered again by it
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	sc := bufio.NewScanner(stdout)
+	sc := child.lines
 	acks := 0
-	killed := false
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 0 {
@@ -215,9 +170,8 @@ func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter, minBa
 			inRun[f[1]] = true
 			// Kill while acknowledgements are on their way to the disk.
 			acks++
-			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog && !killed {
-				killed = true
-				_ = cmd.Process.Signal(syscall.SIGKILL)
+			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog {
+				child.kill()
 			}
 		case "ACKED":
 			log.settled[f[1]] = true
@@ -227,9 +181,8 @@ func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter, minBa
 				continue
 			}
 			acks++
-			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog && !killed {
-				killed = true
-				_ = cmd.Process.Signal(syscall.SIGKILL)
+			if killAfter > 0 && acks >= killAfter && len(log.sent)-len(log.settled) >= minBacklog {
+				child.kill()
 			}
 		case "DONE":
 			log.done = true
@@ -237,10 +190,7 @@ func runCrashChild(t *testing.T, dir, mode, ack string, window, killAfter, minBa
 			log.errs = append(log.errs, sc.Text())
 		}
 	}
-	_ = cmd.Wait()
-	if killAfter > 0 && !killed {
-		t.Fatalf("child ended before it was killed")
-	}
+	child.wait(t, killAfter > 0)
 }
 
 // TestCrashSIGKILL kills a loaded broker and drains it after a restart: no
