@@ -18,6 +18,9 @@ package engine
 //	      queue.mu       never two at once
 //	        Consumer.bufMu, quota.mu   leaves
 //
+// A queue's pages.io (page.go) is taken before its queue.mu, by the
+// goroutines that read its paged records back from the store.
+//
 // scheduler.mu and pager.mu are taken alone: a queue method hands refs to
 // the scheduler or the pager, or gathers them from it, with queue.mu
 // released. Waking a queue (its quota.freed) is safe under queue.mu; a
