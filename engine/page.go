@@ -37,7 +37,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,14 +126,7 @@ func (q *queue) readyInsert(r *ref) {
 	q.ready[p].insert(r)
 	q.nready++
 	q.readyBytes += int64(r.size)
-	l := &q.pg.lanes[p]
-	l.hi = max(l.hi, r.seq)
-	if l.n > 0 && r.seq >= l.from {
-		if l.skip == nil {
-			l.skip = map[uint64]struct{}{}
-		}
-		l.skip[r.seq] = struct{}{}
-	}
+	q.pg.lanes[p].inMemory(r.seq)
 }
 
 // readyRemoved accounts for r leaving the ready lists; under q.mu.
@@ -769,38 +761,21 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 		}
 		ops = ops[:0]
 	}
-	var from []byte
-	for {
-		var last []byte
-		n := 0
-		err := b.store.Range(bucket, from, pageScanRecords, func(k, v []byte) error {
-			n++
-			last = append(last[:0], k...)
-			rr, err := parseRefRecord(bucket, k, v)
-			if err != nil || rr.legacy {
-				return err
-			}
-			l := &d.lanes[rr.prio]
-			if !l.isPaged(rr.seq) {
-				return nil
-			}
-			if rec, ok := d.shared[rr.seq]; ok {
-				if rec.refs.Add(-1) > 0 {
-					return nil
-				}
-			}
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+	err := walkRefRecords(b.store, bucket, 0, func(rr refRecord) error {
+		if rr.legacy {
 			return nil
-		})
-		if err != nil {
-			b.log.Error("read the paged messages of a deleted destination", slog.String("bucket", bucket), slog.Any("err", err))
-			return
 		}
-		flush()
-		if n < pageScanRecords {
-			return
+		if !d.lanes[rr.prio].isPaged(rr.seq) {
+			return nil
 		}
-		from = seqKey(binary.BigEndian.Uint64(last) + 1)
+		if rec, ok := d.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
+			return nil
+		}
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+		return nil
+	}, flush)
+	if err != nil {
+		b.log.Error("read the paged messages of a deleted destination", slog.String("bucket", bucket), slog.Any("err", err))
 	}
 }
 
@@ -883,42 +858,28 @@ func (q *queue) expirePaged(now int64) {
 			from = lanes[p].from
 		}
 	}
-	for {
-		var last uint64
-		n := 0
-		err := q.b.store.Range(q.bucket, seqKey(from), pageScanRecords, func(k, v []byte) error {
-			rr, err := parseRefRecord(q.bucket, k, v)
-			if err != nil {
-				return err
-			}
-			n++
-			last = rr.seq
-			l := &lanes[rr.prio]
-			if rr.legacy || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
-				return nil
-			}
-			if _, in := skips[rr.prio][rr.seq]; in {
-				return nil
-			}
-			if rr.expiration <= now {
-				expired = append(expired, rr)
-			} else if next == 0 || rr.expiration < next {
-				next = rr.expiration
-			}
+	err := walkRefRecords(q.b.store, q.bucket, from, func(rr refRecord) error {
+		l := &lanes[rr.prio]
+		if rr.legacy || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
 			return nil
-		})
-		if err != nil {
-			q.b.log.Error("expiry scan of paged messages", slog.String("destination", q.dest.String()), slog.Any("err", err))
-			q.mu.Lock()
-			q.pg.minExp = now // try again at the next scan
-			q.mu.Unlock()
-			q.pg.io.Unlock()
-			return
 		}
-		if n < pageScanRecords {
-			break
+		if _, in := skips[rr.prio][rr.seq]; in {
+			return nil
 		}
-		from = last + 1
+		if rr.expiration <= now {
+			expired = append(expired, rr)
+		} else if next == 0 || rr.expiration < next {
+			next = rr.expiration
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		q.b.log.Error("expiry scan of paged messages", slog.String("destination", q.dest.String()), slog.Any("err", err))
+		q.mu.Lock()
+		q.pg.minExp = now // try again at the next scan
+		q.mu.Unlock()
+		q.pg.io.Unlock()
+		return
 	}
 	msgs, err := q.b.readMessages(expired)
 	if err != nil {
@@ -1114,4 +1075,36 @@ func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) 
 		}
 	}
 	return nil
+}
+
+// walkRefRecords calls fn with every ref record of bucket from seq from
+// on, in order, reading the bucket a chunk at a time (each chunk its own
+// consistent view, so records written meanwhile may or may not be seen).
+// An error from fn, or a record that cannot be parsed, stops the walk.
+// fn runs within the store's read: it must not write to the store;
+// between, if set, runs after each chunk, outside it, and may.
+func walkRefRecords(st store.Store, bucket string, from uint64, fn func(rr refRecord) error, between func()) error {
+	for {
+		var last uint64
+		n := 0
+		err := st.Range(bucket, seqKey(from), pageScanRecords, func(k, v []byte) error {
+			rr, err := parseRefRecord(bucket, k, v)
+			if err != nil {
+				return err
+			}
+			n++
+			last = rr.seq
+			return fn(rr)
+		})
+		if err != nil {
+			return err
+		}
+		if between != nil {
+			between()
+		}
+		if n < pageScanRecords {
+			return nil
+		}
+		from = last + 1
+	}
 }

@@ -129,6 +129,10 @@ func TestValidate(t *testing.T) {
 			[]string{"connection.redelivery_limit -2"}},
 		{"negative expiry scan", func(c *Config) { c.ExpiryScanInterval = Duration(-time.Second) },
 			[]string{"expiry_scan_interval must not be negative"}},
+		{"window below -1", func(c *Config) { c.WindowMessages = -2 },
+			[]string{"window_messages and window_bytes must be positive, 0 (the default) or -1 (no window)"}},
+		{"window bytes below -1", func(c *Config) { c.WindowBytes = -5 },
+			[]string{"window_messages and window_bytes must be positive"}},
 
 		// Destinations.
 		{"full destination", func(c *Config) {
@@ -188,6 +192,8 @@ func TestValidate(t *testing.T) {
 			[]string{"max_messages and max_bytes must not be negative"}},
 		{"negative max bytes", func(c *Config) { c.Destinations = []Destination{{Match: "a", MaxBytes: -1}} },
 			[]string{"max_messages and max_bytes must not be negative"}},
+		{"negative destination window", func(c *Config) { c.Destinations = []Destination{{Match: "a", WindowMessages: -1}} },
+			[]string{"window_messages and window_bytes must not be negative"}},
 		{"index of the failing section", func(c *Config) {
 			c.Destinations = []Destination{{Match: "ok"}, {Match: "bad", Kind: "x"}}
 		}, []string{`destination[1] (match "bad")`}},
