@@ -392,7 +392,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	var maxSeq uint64
 	var gone []string
 	held := map[uint64]struct{}{} // every seq a ref record names, while few (sweepMax)
-	var index []store.Op // records put into the time index (see below)
+	var index []store.Op          // records put into the time index (see below)
 	for _, name := range names {
 		if base, ok := strings.CutPrefix(name, prefixSched); ok {
 			if queues[base] == nil || (queues[base].sub == nil && older[queues[base].dest]) {

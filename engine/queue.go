@@ -228,7 +228,6 @@ func (q *queue) addAgain(refs []*ref) {
 	q.b.totals.uncountEnqueued(len(refs))
 }
 
-
 // roomFreed tells the sends waiting for quota on a subscription's topic
 // that messages left (a queue's own waiters wait on q.quota, freed under
 // q.mu). Call it without holding q.mu.
