@@ -100,15 +100,36 @@ func (a *answers) expectAnswers(t *testing.T, want ...string) {
 	}
 }
 
+// eventually waits up to 5s for cond, and fails the test with what
+// when it does not hold by then.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // taken waits until the confirmer waits on g.
 func taken(t *testing.T, g *gate) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !g.called.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the confirmer did not take its first item")
+	eventually(t, "the confirmer did not take its first item", g.called.Load)
+}
+
+// result waits up to 5s for a call's result on ch and checks it is want;
+// what names the call.
+func result(t *testing.T, ch <-chan bool, want bool, what string) {
+	t.Helper()
+	select {
+	case got := <-ch:
+		if got != want {
+			t.Fatalf("%s: %v, want %v", what, got, want)
 		}
-		time.Sleep(time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: no result after 5s", what)
 	}
 }
 
@@ -226,14 +247,7 @@ func TestConfirmerWaitQueued(t *testing.T) {
 	}
 	close(g.open)
 	a.expect(t, "1", "2", "flush") // answered, held answers flushed, before WaitQueued returns
-	select {
-	case ok := <-returned:
-		if !ok {
-			t.Fatal("WaitQueued: false after everything was answered")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitQueued did not return once everything was answered")
-	}
+	result(t, returned, true, "WaitQueued once everything was answered")
 	a.quiet(t)
 }
 
@@ -246,14 +260,7 @@ func TestConfirmerWaitQueuedGivesUp(t *testing.T) {
 	returned := make(chan bool)
 	go func() { returned <- q.WaitQueued(time.Minute) }()
 	close(done)
-	select {
-	case ok := <-returned:
-		if ok {
-			t.Fatal("WaitQueued: true after the connection ended")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitQueued did not return when the connection ended")
-	}
+	result(t, returned, false, "WaitQueued when the connection ends")
 }
 
 func TestConfirmerQueueIsBounded(t *testing.T) {
@@ -300,27 +307,14 @@ func TestConfirmerEndsWithTheConnection(t *testing.T) {
 	q.Later(first, 1)
 	taken(t, first)
 	q.Later(second, 2)
-	q.Later(newGate(nil), 3) // the queue is full now
-	refused := make(chan bool)
-	go func() { refused <- !q.Later(readyGate(nil), 4) }()
+	q.Later(newGate(nil), 3)   // the queue is full now
+	refused := make(chan bool) // Later's result
+	go func() { refused <- q.Later(readyGate(nil), 4) }()
 	close(done)
-	select {
-	case r := <-refused:
-		if !r {
-			t.Fatal("Later on a full queue of an ended connection: accepted")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Later on a full queue did not return when the connection ended")
-	}
+	result(t, refused, false, "Later on a full queue of a connection that ends")
 	close(first.open)
 	a.quiet(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for !second.abandoned.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if !second.abandoned.Load() {
-		t.Fatal("a confirmation still queued at the end was not handed back to the engine")
-	}
+	eventually(t, "a confirmation still queued at the end was not handed back to the engine", second.abandoned.Load)
 	if q.Later(readyGate(nil), 5) {
 		t.Fatal("Later after the connection ended: accepted")
 	}
@@ -338,11 +332,7 @@ func TestConfirmerStartOnce(t *testing.T) {
 // TestConfirmerAllocatesNothingPerItem holds the hot path to no allocation
 // per queued and answered item (the protocols' per-message cost).
 func TestConfirmerAllocatesNothingPerItem(t *testing.T) {
-	done := make(chan struct{})
-	defer close(done)
-	var h countAnswers
-	q := &Confirmer[int]{}
-	q.Start(done, 64, &h)
+	q, h := countingConfirmer(t, 64)
 	w := readyGate(nil)
 	allocs := testing.AllocsPerRun(2000, func() { q.Later(w, 1) })
 	if !q.WaitQueued(5 * time.Second) {
@@ -362,12 +352,19 @@ type countAnswers struct{ n atomic.Int64 }
 func (h *countAnswers) Confirmed(int, error) { h.n.Add(1) }
 func (h *countAnswers) Flush()               {}
 
-func BenchmarkConfirmer(b *testing.B) {
+// countingConfirmer is a started Confirmer that counts its answers, for
+// the test's lifetime.
+func countingConfirmer(tb testing.TB, size int) (*Confirmer[int], *countAnswers) {
 	done := make(chan struct{})
-	defer close(done)
-	var h countAnswers
+	tb.Cleanup(func() { close(done) })
+	h := &countAnswers{}
 	q := &Confirmer[int]{}
-	q.Start(done, 4096, &h)
+	q.Start(done, size, h)
+	return q, h
+}
+
+func BenchmarkConfirmer(b *testing.B) {
+	q, _ := countingConfirmer(b, 4096)
 	w := readyGate(nil)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
