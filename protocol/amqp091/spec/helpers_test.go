@@ -24,7 +24,9 @@ func allMethods() []Method {
 // filler sets values of every Go type the generated structs use.
 type filler struct{ r *rand.Rand }
 
-func newFiller(seed uint64) *filler { return &filler{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} }
+func newFiller(seed uint64) *filler {
+	return &filler{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
 
 func (f *filler) str(max int) string {
 	n := f.r.IntN(max + 1)
