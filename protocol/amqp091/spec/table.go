@@ -95,7 +95,11 @@ func validateValue(v any, path string, depth int) error {
 }
 
 func sortedKeys(t map[string]any) []string {
-	keys := make([]string, 0, len(t))
+	return appendSortedKeys(make([]string, 0, len(t)), t)
+}
+
+// appendSortedKeys appends t's keys to keys, sorted.
+func appendSortedKeys(keys []string, t map[string]any) []string {
 	for k := range t {
 		keys = append(keys, k)
 	}
@@ -113,7 +117,8 @@ func appendTable(b []byte, t map[string]any, depth int) []byte {
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)
 	if depth < MaxDepth {
-		for _, k := range sortedKeys(t) {
+		var small [8]string // no allocation for the keys of a small table
+		for _, k := range appendSortedKeys(small[:0], t) {
 			b = appendShortstr(b, k)
 			b = appendValue(b, t[k], depth)
 		}
