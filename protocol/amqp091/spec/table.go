@@ -29,8 +29,9 @@ const MaxDepth = 32
 // is a short string, 'U' a signed 16-bit integer, 'L' a signed and 'l' an
 // unsigned 64-bit integer, and 'x' does not exist. Decoding also accepts
 // the PDF's letters that RabbitMQ's do not use — 'U' as int16 and 'L' as
-// int64 — so that a client built from the PDF is understood; they are
-// re-encoded as 's' and 'l'. A long string 'S' decodes as a Go string
+// int64, the reading of the Rust client library lapin (amq-protocol-types),
+// so that a client built from the PDF is understood; they are re-encoded as
+// 's' and 'l'. (amqp091-go and the RabbitMQ Java client send neither.) A long string 'S' decodes as a Go string
 // (copied); a byte array 'x' as []byte (copied).
 //
 // Encoding also takes int (as 'l') and map[string]any (as 'F'). A value of
