@@ -3,6 +3,7 @@ package spec_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -222,6 +223,11 @@ func (s *fakeServer) script() error {
 	if err := check(bytes.Equal(body, publishedBody) && frames == 3, "body of %d bytes in %d frames", len(body), frames); err != nil {
 		return err
 	}
+	// Mandatory and unroutable: the message comes back before its confirm.
+	if err := s.sendContent(1, &spec.BasicReturn{ReplyCode: spec.NoRoute, ReplyText: "NO_ROUTE", Exchange: "amq.topic", RoutingKey: "a.b"},
+		h.Properties, body, 4096-8); err != nil {
+		return err
+	}
 	if err := s.send(1, &spec.BasicAck{DeliveryTag: 1}); err != nil {
 		return err
 	}
@@ -251,6 +257,21 @@ func (s *fakeServer) script() error {
 	if err := check(ack == spec.BasicAck{DeliveryTag: 1}, "basic.ack %+v", ack); err != nil {
 		return err
 	}
+	// A soft error closes the channel, naming the method that failed.
+	var passive spec.QueueDeclare
+	if err := s.expect(1, &passive); err != nil {
+		return err
+	}
+	if err := check(passive.Passive && passive.Queue == "missing", "passive queue.declare %+v", passive); err != nil {
+		return err
+	}
+	if err := s.send(1, &spec.ChannelClose{ReplyCode: spec.NotFound, ReplyText: "NOT_FOUND - no queue 'missing'",
+		FailingClassID: spec.ClassQueue, FailingMethodID: spec.MethodQueueDeclare}); err != nil {
+		return err
+	}
+	if err := s.expect(1, &spec.ChannelCloseOk{}); err != nil {
+		return err
+	}
 	var closing spec.ConnectionClose
 	if err := s.expect(0, &closing); err != nil {
 		return err
@@ -265,8 +286,9 @@ func (s *fakeServer) script() error {
 // that speaks only through this codec: the handshake, channel.open, the
 // connection.blocked/unblocked extras, queue.declare with arguments,
 // confirm.select, a publish whose body the client cuts into three frames,
-// its confirm, a consume and a delivery the server cuts into two frames,
-// the client's ack, and connection.close.
+// its return (mandatory, no route) and confirm, a consume and a delivery
+// the server cuts into two frames, the client's ack, a channel.close for a
+// failed passive queue.declare, and connection.close.
 func TestAMQP091GoClient(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -313,6 +335,7 @@ func TestAMQP091GoClient(t *testing.T) {
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
+	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "amq.topic", "a.b", true, false, amqp.Publishing{
@@ -324,6 +347,15 @@ func TestAMQP091GoClient(t *testing.T) {
 	}
 	if ok, err := dc.WaitContext(ctx); !ok || err != nil {
 		t.Fatalf("confirm: %v %v (server: %v)", ok, err, serverErr(serverDone))
+	}
+	select {
+	case r := <-returns:
+		if r.ReplyCode != spec.NoRoute || r.ReplyText != "NO_ROUTE" || r.Exchange != "amq.topic" || r.RoutingKey != "a.b" ||
+			r.MessageId != "m1" || r.Headers["k"] != "v" || !bytes.Equal(r.Body, publishedBody) {
+			t.Fatalf("return %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no basic.return")
 	}
 	deliveries, err := ch.Consume("q1", "ctag", false, false, false, false, nil)
 	if err != nil {
@@ -342,6 +374,11 @@ func TestAMQP091GoClient(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no delivery (server: %v)", serverErr(serverDone))
+	}
+	_, err = ch.QueueDeclarePassive("missing", false, false, false, false, nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Code != spec.NotFound || ae.Reason != "NOT_FOUND - no queue 'missing'" || ae.Server != true {
+		t.Fatalf("passive declare of a missing queue: %#v", err)
 	}
 	if err := conn.Close(); err != nil {
 		t.Fatalf("close: %v", err)
