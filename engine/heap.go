@@ -41,7 +41,17 @@ func (h *timeHeap[T]) pop() T {
 	h.items[n] = zero
 	h.items = h.items[:n]
 	h.down(0)
+	h.shrink()
 	return top
+}
+
+// shrink gives back the backing array of a heap that has emptied out to a
+// quarter of it, so that a burst of entries (a million scheduled messages
+// before the pager takes them) does not keep its memory.
+func (h *timeHeap[T]) shrink() {
+	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
+		h.items = append(make([]T, 0, 2*len(h.items)), h.items...)
+	}
 }
 
 // filter keeps the entries keep accepts and restores the heap order.
@@ -54,6 +64,7 @@ func (h *timeHeap[T]) filter(keep func(T) bool) {
 	}
 	clear(h.items[len(kept):])
 	h.items = kept
+	h.shrink()
 	for i := len(h.items)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}

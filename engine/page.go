@@ -781,6 +781,9 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 			return nil
 		}
 		if rr.indexed {
+			if !d.sched.pagedLocked(rr) {
+				return nil // loaded back: in memory, dropped with the queue's refs
+			}
 			if rec, ok := d.sched.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
 				return nil
 			}

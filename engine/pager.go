@@ -28,6 +28,7 @@ package engine
 // after the deletion's.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -68,6 +69,19 @@ type schedPages struct {
 	n      int64
 	bytes  int64
 	shared map[uint64]*stored // store identities of those other queues hold too
+	// cursor is the index key after the last entry loaded back (nil: the
+	// start). The write that removes loaded entries may still be under
+	// way, so every reader of the index starts here: index keys only grow
+	// past it (a message is paged out only when due well after the
+	// lookahead).
+	cursor []byte
+}
+
+// pagedLocked reports whether the flagged ref record rr is still paged
+// out, not loaded back with its unflagging write under way; under q.mu,
+// or on a snapshot of schedPages.
+func (sp *schedPages) pagedLocked(rr refRecord) bool {
+	return sp.cursor == nil || bytes.Compare(schedKey(rr.at, rr.seq), sp.cursor) >= 0
 }
 
 // pager writes and reads the time indexes (see above).
@@ -185,12 +199,14 @@ func (p *pager) run(ctx context.Context) {
 			}
 		})
 		clear(todo)
+		busy := len(todo) > 0
+		todo = nil // not kept while waiting
 		for _, q := range due {
 			if next := q.loadScheduled(ctx, now+p.ahead, pageInBatch); next != 0 {
 				p.note(q, next)
 			}
 		}
-		if len(todo) > 0 || len(due) > 0 {
+		if busy || len(due) > 0 {
 			continue
 		}
 		if !t.Stop() {
@@ -228,6 +244,9 @@ func (q *queue) indexScheduled(ctx context.Context, refs []*ref) {
 		}
 		if _, ok := q.undeliverable[r]; ok {
 			continue // waits for a move to the error destination: kept in memory
+		}
+		if c := q.pg.sched.cursor; c != nil && bytes.Compare(schedKey(r.deliverAt, r.seq), c) < 0 {
+			continue // before what was loaded back (the clock went back): kept in memory
 		}
 		r.state = refIndexing
 		kept = append(kept, r)
@@ -297,10 +316,11 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 		return 0
 	}
 	gen := q.gen
+	from := q.pg.sched.cursor
 	q.mu.Unlock()
 	sb := schedBucket(q.bucket)
 	var recs []refRecord
-	err := b.store.Range(sb, nil, limit+1, func(k, v []byte) error {
+	err := b.store.Range(sb, from, limit+1, func(k, v []byte) error {
 		rr, err := parseSchedEntry(sb, k, v)
 		if err != nil {
 			return err
@@ -347,12 +367,28 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 	}
 	q.mu.Unlock()
 	if len(ops) > 0 {
-		if err := b.update(ctx, ops); err != nil {
+		// The write that unflags them need not be durable before they
+		// are delivered: every later write about them (a delivery mark,
+		// an acknowledgement) is applied after it, and until it is, a
+		// restart finds them paged out, as they were. Readers of the index
+		// start at the cursor, past them.
+		if sub, ok := b.store.(store.Submitter); ok {
+			p := sub.Submit(ops, 0)
+			b.acks.watchThen(b, p, 0, func(err error) {
+				if err != nil && !errors.Is(err, store.ErrClosed) {
+					b.log.Error("clear the time index entries of loaded scheduled messages", slog.String("destination", q.dest.String()), slog.Any("err", err))
+				}
+			})
+		} else if err := b.update(ctx, ops); err != nil {
 			return retry("load paged scheduled messages", err)
 		}
 	}
 	var missing int
 	q.mu.Lock()
+	if len(recs) > 0 {
+		last := recs[len(recs)-1]
+		q.pg.sched.cursor = schedKey(last.at, last.seq+1)
+	}
 	if q.deleted || q.gen != gen {
 		q.mu.Unlock()
 		return 0
@@ -415,12 +451,12 @@ func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
 	defer q.pg.io.Unlock()
 	q.mu.Lock()
 	n := q.pg.sched.n
+	from := q.pg.sched.cursor
 	q.mu.Unlock()
 	if n == 0 {
 		return nil
 	}
 	sb := schedBucket(q.bucket)
-	var from []byte
 	for {
 		var recs []refRecord
 		err := q.b.store.Range(sb, from, pageScanRecords, func(k, v []byte) error {
