@@ -128,6 +128,11 @@ func (c *Confirmation) wait(ctx context.Context) error {
 		}
 		switch err := p.Err(); {
 		case err == nil:
+			ew.mu.Lock()
+			if ew.pending == p {
+				ew.msg = store.Op{} // durable: nothing left to replace
+			}
+			ew.mu.Unlock()
 			return nil
 		case errors.Is(err, store.ErrWithdrawn):
 			// Taken back for a settlement (consumed is closed) or replaced

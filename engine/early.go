@@ -22,10 +22,25 @@ import (
 // RabbitMQ confirms the same way. A delivery mark that comes while the
 // write can still be taken back replaces the write by one that carries the
 // mark, so a message delivered before a crash still comes back flagged as
-// redelivered.
+// redelivered; the replacement reuses the message's encoding and is held
+// for the acknowledgement (earlyAckHold).
 
-// earlyLinger is how long a write may wait for its message to be consumed.
-const earlyLinger = time.Millisecond
+// earlyLinger is how long a write may wait for its message to be
+// delivered, and earlyAckHold how long it may wait, once the message is
+// delivered (markEarly), for the acknowledgement that takes it back. A
+// write that outlives its hold costs a sync, a delete later and, when it
+// is committed before the delivery, a synchronous mark that holds up the
+// consumer's next deliveries, so that the messages behind it outlive
+// their holds too. At 1 ms each, 25,000 persistent messages/s over AMQP
+// 1.0 (64 in flight, a pre-settled consumer, 2 busy cores) wrote 16-25%
+// of the messages, as a fifth of the acknowledgements came over 1 ms
+// after the delivery; at 4 ms, 1-3%. A consumer slower than that gets its
+// producer confirmed a hold plus a sync after the send, once the write is
+// durable.
+const (
+	earlyLinger  = 4 * time.Millisecond
+	earlyAckHold = 4 * time.Millisecond
+)
 
 // earlyAwaitMax bounds how long a removal that may be undone waits for the
 // pending first writes of its messages (awaitEarlyWrites).
@@ -40,6 +55,10 @@ type earlyWrite struct {
 	mu       sync.Mutex
 	pending  store.Pending
 	consumed chan struct{} // closed when the message was settled and its write withdrawn
+	// msg is the message record's put of the pending write, encoded once,
+	// for markEarly's replacement; dropped once the write cannot be
+	// replaced any more.
+	msg store.Op
 }
 
 // sendEarly tries to send r (a persistent message's only ref, on a queue)
@@ -65,7 +84,11 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 		return nil
 	}
 	ew := &earlyWrite{consumed: make(chan struct{})}
-	ew.pending = b.hold(sub, b.storeOpsForAdd([]*ref{r}, nil), linger)
+	ops := b.storeOpsForAdd([]*ref{r}, nil)
+	if len(ops) == 2 && ops[0].Bucket == bucketMsgs {
+		ew.msg = ops[0]
+	}
+	ew.pending = b.hold(sub, ops, linger)
 	r.rec.early = ew
 	r.q.add(r)
 	return &Confirmation{ew: ew, dest: r.q.dest, b: b, r: r, counter: &b.totals}
@@ -82,8 +105,10 @@ func withdrawEarly(r *ref) bool {
 	ew.mu.Lock()
 	defer ew.mu.Unlock()
 	if !ew.pending.Withdraw() {
+		ew.msg = store.Op{}
 		return false
 	}
+	ew.msg = store.Op{}
 	close(ew.consumed)
 	return true
 }
@@ -105,11 +130,17 @@ func (b *Broker) markEarly(r *ref, n int32) bool {
 	default:
 	}
 	if !ew.pending.Withdraw() {
+		ew.msg = store.Op{}
 		return false
 	}
-	ops := b.storeOpsForAdd([]*ref{r}, nil)
-	ops[len(ops)-1] = refRecordOp(r.q.bucket, r, n)
-	ew.pending = b.hold(sub, ops, earlyLinger)
+	var ops []store.Op
+	if ew.msg.Key != nil {
+		ops = []store.Op{ew.msg, refRecordOp(r.q.bucket, r, n)}
+	} else {
+		ops = b.storeOpsForAdd([]*ref{r}, nil)
+		ops[len(ops)-1] = refRecordOp(r.q.bucket, r, n)
+	}
+	ew.pending = b.hold(sub, ops, earlyAckHold)
 	return true
 }
 
