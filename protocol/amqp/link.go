@@ -553,7 +553,7 @@ func (l *link) deliver(d message.Delivery) {
 		return
 	}
 	am := fromEngine(d, time.Now().UnixMilli())
-	payload, err := am.AppendAMQP(nil)
+	payload, err := am.AppendAMQP(make([]byte, 0, encodedSizeHint(d.Msg)))
 	if err != nil {
 		l.s.c.log.Warn("amqp message not encodable; released", "err", err)
 		_ = l.engSess.Settle(context.Background(), d.Tag, engine.Released)
@@ -694,7 +694,7 @@ func (l *link) browseLoop() {
 		d := items[0]
 		items = items[1:]
 		seen[d.Msg.ID] = true
-		payload, err := fromEngine(d, time.Now().UnixMilli()).AppendAMQP(nil)
+		payload, err := fromEngine(d, time.Now().UnixMilli()).AppendAMQP(make([]byte, 0, encodedSizeHint(d.Msg)))
 		if err != nil {
 			continue
 		}
@@ -926,7 +926,10 @@ func txnKey(id any) string {
 	return ""
 }
 
-// received handles one complete incoming message.
+// received handles one complete incoming message. data is the message's
+// own (the frame reader reads each frame into a buffer of its own; a
+// message of several frames is appended into a new one), so the engine's
+// body may keep it.
 func (l *link) received(id uint32, data []byte, settled bool, state types.DeliveryState) {
 	c := l.s.c
 	am, err := types.DecodeMessage(data)
@@ -947,7 +950,7 @@ func (l *link) received(id uint32, data []byte, settled bool, state types.Delive
 			return
 		}
 	}
-	in, err := toEngine(am)
+	in, err := toEngine(am, cap(data))
 	if err != nil {
 		l.outcome(id, settled, txnID, &types.Rejected{Error: errf(types.AMQPErrorInvalidField, "%v", err).wire()})
 		return
