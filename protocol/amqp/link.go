@@ -552,17 +552,20 @@ func (l *link) deliver(d message.Delivery) {
 	if l.closed.Load() {
 		return
 	}
+	srv := l.s.c.srv
 	am := fromEngine(d, time.Now().UnixMilli())
-	payload, err := am.AppendAMQP(make([]byte, 0, encodedSizeHint(d.Msg)))
+	payload, err := am.AppendAMQP(srv.payloadBuf(encodedSizeHint(d.Msg)))
 	if err != nil {
+		srv.recyclePayload(payload)
 		l.s.c.log.Warn("amqp message not encodable; released", "err", err)
 		_ = l.engSess.Settle(context.Background(), d.Tag, engine.Released)
 		return
 	}
 	if !l.waitCredit() {
+		srv.recyclePayload(payload)
 		return
 	}
-	l.sendDelivery(d.Tag, payload)
+	l.sendDelivery(d.Tag, payload, true)
 	l.mu.Lock()
 	l.queued++
 	grant := int64(0)
@@ -591,8 +594,10 @@ func deliveryTag(tag uint64) []byte {
 
 // sendDelivery writes one delivery, split into transfers that fit the
 // peer's max-frame-size, within the session's outgoing window. tag 0 marks
-// a browse delivery, which needs no acknowledgement.
-func (l *link) sendDelivery(tag uint64, payload []byte) bool {
+// a browse delivery, which needs no acknowledgement. pooled: payload is
+// from Server.payloadBuf, and goes back once its last frame is flushed
+// (the writer copies each frame as it takes it).
+func (l *link) sendDelivery(tag uint64, payload []byte, pooled bool) bool {
 	s := l.s
 	// The bytes of the delivery count against the connection's output
 	// buffer until the writer flushed its last transfer.
@@ -635,11 +640,26 @@ func (l *link) sendDelivery(tag uint64, payload []byte) bool {
 		it := outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: s.ch, Body: t, Payload: payload[off : off+n]}}
 		if !t.More {
 			budget := s.c.budget
+			var srv *Server
+			if pooled {
+				srv = s.c.srv
+			}
 			if l.preSettled && tag != 0 {
 				sess := l.engSess
-				it.after = func() { budget.Give(size); _ = sess.AcknowledgeAsync(tag) }
+				it.after = func() {
+					budget.Give(size)
+					_ = sess.AcknowledgeAsync(tag)
+					if srv != nil {
+						srv.recyclePayload(payload)
+					}
+				}
 			} else {
-				it.after = func() { budget.Give(size) }
+				it.after = func() {
+					budget.Give(size)
+					if srv != nil {
+						srv.recyclePayload(payload)
+					}
+				}
 			}
 		}
 		if !s.c.send(it) {
@@ -698,7 +718,7 @@ func (l *link) browseLoop() {
 		if err != nil {
 			continue
 		}
-		if !l.sendDelivery(0, payload) {
+		if !l.sendDelivery(0, payload, false) {
 			return
 		}
 	}
