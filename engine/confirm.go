@@ -128,11 +128,6 @@ func (c *Confirmation) wait(ctx context.Context) error {
 		}
 		switch err := p.Err(); {
 		case err == nil:
-			ew.mu.Lock()
-			if ew.pending == p {
-				ew.msg = store.Op{} // durable: nothing left to replace
-			}
-			ew.mu.Unlock()
 			return nil
 		case errors.Is(err, store.ErrWithdrawn):
 			// Taken back for a settlement (consumed is closed) or replaced
@@ -193,7 +188,7 @@ func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destina
 			}
 			linger := time.Duration(0)
 			if waiting {
-				linger = earlyLinger
+				linger = r.q.early.hold()
 			}
 			return b.submitEarly(r, linger), nil
 		}
