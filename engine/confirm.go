@@ -188,7 +188,7 @@ func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destina
 			}
 			linger := time.Duration(0)
 			if waiting {
-				linger = earlyLinger
+				linger = r.q.early.hold()
 			}
 			return b.submitEarly(r, linger), nil
 		}

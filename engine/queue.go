@@ -47,6 +47,8 @@ type queue struct {
 	dest   message.Destination // the queue, or the subscription's topic
 	sub    *subscription       // non-nil when this queue is a topic subscription
 	bucket string              // store bucket of its refs; "" when nothing is stored
+	// early decides how long consume before store holds a first write.
+	early earlyFast
 
 	mu     sync.Mutex // see the lock order at the top of this file
 	quota  quota      // sends waiting for room: freed when messages or reservations leave

@@ -117,18 +117,19 @@ func (f *Faults) Submit(ops []store.Op, linger time.Duration) store.Pending {
 	return f.sub.Submit(ops, linger)
 }
 
-// Hold is Submit for a held write (journal.Store.Hold), held by the
-// wrapped store when it can hold writes.
-func (f *Faults) Hold(ops []store.Op, hold time.Duration) store.Pending {
+// HoldFunc is Submit for a held write whose ops are made when it is
+// committed (journal.Store.HoldFunc), held by the wrapped store when it can
+// hold writes; while failing it is refused as Submit refuses.
+func (f *Faults) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending {
 	if f.failing.Load() {
-		return f.Submit(ops, hold)
+		return f.Submit(nil, hold)
 	}
 	if h, ok := f.sub.(interface {
-		Hold([]store.Op, time.Duration) store.Pending
+		HoldFunc(func() []store.Op, time.Duration) store.Pending
 	}); ok {
-		return h.Hold(ops, hold)
+		return h.HoldFunc(makeOps, hold)
 	}
-	return f.sub.Submit(ops, hold)
+	return f.sub.Submit(makeOps(), hold)
 }
 
 // failed is a Pending that fails with ErrInjected once done closes.

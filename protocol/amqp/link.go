@@ -552,17 +552,20 @@ func (l *link) deliver(d message.Delivery) {
 	if l.closed.Load() {
 		return
 	}
+	srv := l.s.c.srv
 	am := fromEngine(d, time.Now().UnixMilli())
-	payload, err := am.AppendAMQP(nil)
+	payload, err := am.AppendAMQP(srv.payloadBuf(encodedSizeHint(d.Msg)))
 	if err != nil {
+		srv.recyclePayload(payload)
 		l.s.c.log.Warn("amqp message not encodable; released", "err", err)
 		_ = l.engSess.Settle(context.Background(), d.Tag, engine.Released)
 		return
 	}
 	if !l.waitCredit() {
+		srv.recyclePayload(payload)
 		return
 	}
-	l.sendDelivery(d.Tag, payload)
+	l.sendDelivery(d.Tag, payload, true)
 	l.mu.Lock()
 	l.queued++
 	grant := int64(0)
@@ -591,8 +594,10 @@ func deliveryTag(tag uint64) []byte {
 
 // sendDelivery writes one delivery, split into transfers that fit the
 // peer's max-frame-size, within the session's outgoing window. tag 0 marks
-// a browse delivery, which needs no acknowledgement.
-func (l *link) sendDelivery(tag uint64, payload []byte) bool {
+// a browse delivery, which needs no acknowledgement. pooled: payload is
+// from Server.payloadBuf, and goes back once its last frame is flushed
+// (the writer copies each frame as it takes it).
+func (l *link) sendDelivery(tag uint64, payload []byte, pooled bool) bool {
 	s := l.s
 	// The bytes of the delivery count against the connection's output
 	// buffer until the writer flushed its last transfer.
@@ -635,11 +640,26 @@ func (l *link) sendDelivery(tag uint64, payload []byte) bool {
 		it := outItem{fr: frames.Frame{Type: frames.TypeAMQP, Channel: s.ch, Body: t, Payload: payload[off : off+n]}}
 		if !t.More {
 			budget := s.c.budget
+			var srv *Server
+			if pooled {
+				srv = s.c.srv
+			}
 			if l.preSettled && tag != 0 {
 				sess := l.engSess
-				it.after = func() { budget.Give(size); _ = sess.AcknowledgeAsync(tag) }
+				it.after = func() {
+					budget.Give(size)
+					_ = sess.AcknowledgeAsync(tag)
+					if srv != nil {
+						srv.recyclePayload(payload)
+					}
+				}
 			} else {
-				it.after = func() { budget.Give(size) }
+				it.after = func() {
+					budget.Give(size)
+					if srv != nil {
+						srv.recyclePayload(payload)
+					}
+				}
 			}
 		}
 		if !s.c.send(it) {
@@ -694,11 +714,11 @@ func (l *link) browseLoop() {
 		d := items[0]
 		items = items[1:]
 		seen[d.Msg.ID] = true
-		payload, err := fromEngine(d, time.Now().UnixMilli()).AppendAMQP(nil)
+		payload, err := fromEngine(d, time.Now().UnixMilli()).AppendAMQP(make([]byte, 0, encodedSizeHint(d.Msg)))
 		if err != nil {
 			continue
 		}
-		if !l.sendDelivery(0, payload) {
+		if !l.sendDelivery(0, payload, false) {
 			return
 		}
 	}
@@ -926,7 +946,10 @@ func txnKey(id any) string {
 	return ""
 }
 
-// received handles one complete incoming message.
+// received handles one complete incoming message. data is the message's
+// own (the frame reader reads each frame into a buffer of its own; a
+// message of several frames is appended into a new one), so the engine's
+// body may keep it.
 func (l *link) received(id uint32, data []byte, settled bool, state types.DeliveryState) {
 	c := l.s.c
 	am, err := types.DecodeMessage(data)
@@ -947,7 +970,7 @@ func (l *link) received(id uint32, data []byte, settled bool, state types.Delive
 			return
 		}
 	}
-	in, err := toEngine(am)
+	in, err := toEngine(am, cap(data))
 	if err != nil {
 		l.outcome(id, settled, txnID, &types.Rejected{Error: errf(types.AMQPErrorInvalidField, "%v", err).wire()})
 		return

@@ -333,11 +333,17 @@ type inbound struct {
 	kind message.DestKind // x-opt-jms-dest
 }
 
-// toEngine translates a decoded AMQP message. resolveReply maps a reply-to
-// address to a destination.
-func toEngine(am *types.Message) (*inbound, error) {
+// toEngine translates a decoded AMQP message. bufCap is the capacity of
+// the buffer am was decoded from when the message may keep it (the
+// transfer's payload, read into a buffer of its own), 0 when it may not: a
+// single data section that fills at least half of it becomes the body
+// without a copy.
+func toEngine(am *types.Message, bufCap int) (*inbound, error) {
 	in := &inbound{msg: &message.Message{}}
 	m := in.msg
+	if n := len(am.ApplicationProperties); n > 0 {
+		m.Props = make(message.Properties, 0, n+1)
+	}
 	o := &in.opts
 	o.Set |= engine.SetDeliveryMode
 	o.DeliveryMode = message.NonPersistent
@@ -457,7 +463,7 @@ func toEngine(am *types.Message) (*inbound, error) {
 			}
 		}
 	}
-	body, err := bodyToEngine(am, msgType, contentType)
+	body, err := bodyToEngine(am, msgType, contentType, bufCap)
 	if err != nil {
 		return nil, err
 	}
@@ -489,12 +495,17 @@ func redeliveryLimitValue(v any) (int32, bool) {
 	return int32(n), true
 }
 
-func bodyToEngine(am *types.Message, msgType int8, contentType types.Symbol) (message.Body, error) {
+// bodyToEngine maps the body; bufCap is toEngine's.
+func bodyToEngine(am *types.Message, msgType int8, contentType types.Symbol, bufCap int) (message.Body, error) {
 	switch am.BodyKind() {
 	case types.BodyData:
 		var data []byte
 		if len(am.Data) == 1 {
-			data = append([]byte(nil), am.Data[0]...)
+			if d := am.Data[0]; bufCap > 0 && 2*len(d) >= bufCap {
+				data = d[:len(d):len(d)]
+			} else {
+				data = append([]byte(nil), d...)
+			}
 		} else {
 			for _, d := range am.Data {
 				data = append(data, d...)
@@ -598,9 +609,8 @@ func fromEngine(d message.Delivery, now int64) *types.Message {
 	}
 	am.Header = h
 
-	ann := types.MessageAnnotations{
-		{Key: annDest, Value: destType(m.Destination.Kind)},
-	}
+	ann := make(types.MessageAnnotations, 1, 4)
+	ann[0] = types.MapEntry{Key: annDest, Value: destType(m.Destination.Kind)}
 	var body message.Body = m.Body
 	switch body.Kind {
 	case message.BodyText:
@@ -664,6 +674,9 @@ func fromEngine(d message.Delivery, now int64) *types.Message {
 		p.AbsoluteExpiryTime = types.Some(types.Timestamp(m.Expiration))
 	}
 	var app types.ApplicationProperties
+	if len(m.Props) > 0 {
+		app = make(types.ApplicationProperties, 0, len(m.Props))
+	}
 	for _, f := range m.Props {
 		switch f.Name {
 		case message.PropGroupID:
@@ -691,6 +704,23 @@ func fromEngine(d message.Delivery, now int64) *types.Message {
 	am.Properties = p
 	am.ApplicationProperties = app
 	return am
+}
+
+// encodedSizeHint is a generous estimate of the size of m's AMQP encoding
+// (fromEngine), so that it is encoded into one buffer of the right size.
+func encodedSizeHint(m *message.Message) int {
+	n := 256 + len(m.Body.Data) + len(m.ID) + len(m.Type) + len(m.CorrelationID) +
+		2*len(m.Destination.Name) + len(m.ReplyTo.Name)
+	for _, f := range m.Props {
+		n += 16 + len(f.Name) + len(f.Value.S) + len(f.Value.B)
+	}
+	for _, f := range m.Body.Map {
+		n += 16 + len(f.Name) + len(f.Value.S) + len(f.Value.B)
+	}
+	for _, v := range m.Body.Stream {
+		n += 16 + len(v.S) + len(v.B)
+	}
+	return n
 }
 
 // amqpError is an error condition for a close, end or detach.

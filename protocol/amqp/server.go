@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
@@ -121,6 +122,32 @@ type Server struct {
 	eng   *engine.Broker
 	opts  Options
 	group netserve.Group[*conn]
+	// payloads recycles the buffers deliveries are encoded into: one is
+	// free again once the writer has flushed the delivery's last frame.
+	payloads sync.Pool
+}
+
+// maxPooledPayload bounds the buffers kept in Server.payloads, so that a
+// few large messages do not pin their buffers.
+const maxPooledPayload = 64 << 10
+
+// payloadBuf returns an empty buffer of at least size bytes for a
+// delivery's encoding.
+func (s *Server) payloadBuf(size int) []byte {
+	if bp, ok := s.payloads.Get().(*[]byte); ok && cap(*bp) >= size {
+		return (*bp)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// recyclePayload gives back a buffer from payloadBuf once nothing refers
+// to it any more.
+func (s *Server) recyclePayload(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledPayload {
+		return
+	}
+	b = b[:0]
+	s.payloads.Put(&b)
 }
 
 // NewServer makes a server for eng.

@@ -143,11 +143,14 @@ type Store struct {
 type request struct {
 	// ops are the caller's; dropped once the request is answered, since
 	// a Pending, and so the request, may live as long as its message.
-	ops   []store.Op
-	done  chan error
-	until time.Time  // lingering: the commit may wait for company until then
-	hold  bool       // Hold: until is a deadline, not a wish for company
-	sub   *submitted // for Submit: told instead of done
+	ops []store.Op
+	// makeOps, for HoldFunc, makes ops when the committer takes the
+	// request; dropped with ops.
+	makeOps func() []store.Op
+	done    chan error
+	until   time.Time  // lingering: the commit may wait for company until then
+	hold    bool       // Hold: until is a deadline, not a wish for company
+	sub     *submitted // for Submit: told instead of done
 }
 
 // Lingering.
@@ -212,7 +215,7 @@ func plan(q []*request, now time.Time) (n int, wait time.Duration) {
 // finish answers the request and drops its ops. It runs on the committer,
 // which owns the request once it has taken it from the queue.
 func (r *request) finish(err error) {
-	r.ops = nil
+	r.ops, r.makeOps = nil, nil
 	if r.sub != nil {
 		r.sub.err = err
 		close(r.sub.fin)
@@ -241,7 +244,7 @@ func (p *submitted) Withdraw() bool {
 	for i, r := range s.queue {
 		if r == p.r {
 			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			r.ops = nil
+			r.ops, r.makeOps = nil, nil
 			p.err = store.ErrWithdrawn
 			close(p.fin)
 			return true
@@ -267,17 +270,39 @@ func (s *Store) Hold(ops []store.Op, hold time.Duration) store.Pending {
 	return s.submit(ops, hold, true)
 }
 
+// HoldFunc is Hold for ops that makeOps makes only once the committer
+// takes the write, on the committer's goroutine, with nothing locked: a
+// write withdrawn before then never makes them. The engine holds a
+// message's first write this way, so that a message consumed within the
+// hold is never even encoded. makeOps must only read what does not change
+// meanwhile; its ops are validated then, and a batch that fails fails
+// this write alone.
+func (s *Store) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending {
+	p := &submitted{s: s, fin: make(chan struct{})}
+	return s.enqueue(p, &request{makeOps: makeOps, sub: p, hold: true}, hold)
+}
+
 func (s *Store) submit(ops []store.Op, linger time.Duration, hold bool) store.Pending {
 	p := &submitted{s: s, fin: make(chan struct{})}
+	if err := s.validate(ops); err != nil {
+		p.err = err
+		close(p.fin)
+		return p
+	}
+	if len(ops) == 0 {
+		ops = nil
+	}
+	return s.enqueue(p, &request{ops: ops, sub: p, hold: hold}, linger)
+}
+
+// enqueue queues r, whose Pending is p, lingering (or held) for linger.
+// A request with neither ops nor makeOps is answered at once.
+func (s *Store) enqueue(p *submitted, r *request, linger time.Duration) store.Pending {
 	fail := func(err error) store.Pending {
 		p.err = err
 		close(p.fin)
 		return p
 	}
-	if err := s.validate(ops); err != nil {
-		return fail(err)
-	}
-	r := &request{ops: ops, sub: p, hold: hold}
 	p.r = r
 	s.mu.Lock()
 	s.arrive(r, linger)
@@ -289,7 +314,7 @@ func (s *Store) submit(ops []store.Op, linger time.Duration, hold bool) store.Pe
 		err := s.failed
 		s.mu.Unlock()
 		return fail(err)
-	case len(ops) == 0:
+	case r.ops == nil && r.makeOps == nil:
 		s.mu.Unlock()
 		return fail(nil)
 	}
@@ -723,6 +748,28 @@ func (s *Store) commitLoop() {
 }
 
 func (s *Store) commit(batch []*request) {
+	// HoldFunc's writes make their ops now; one whose ops are refused
+	// fails alone, one with none is done.
+	kept := batch[:0]
+	for _, r := range batch {
+		if r.makeOps != nil {
+			r.ops, r.makeOps = r.makeOps(), nil
+			if err := s.validate(r.ops); err != nil {
+				r.finish(err)
+				continue
+			}
+			if len(r.ops) == 0 {
+				r.finish(nil)
+				continue
+			}
+		}
+		kept = append(kept, r)
+	}
+	clear(batch[len(kept):])
+	batch = kept
+	if len(batch) == 0 {
+		return
+	}
 	s.buf = s.buf[:0]
 	recs := make([]record, 0, len(batch))
 	nops := 0

@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +146,51 @@ func openPlain(t *testing.T) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// A write held with HoldFunc makes its ops only when it is committed: a
+// withdrawn one never does; one committed with the write queued after it
+// does so once, and is durable. Ops it makes that the store refuses fail
+// that write alone.
+func TestHeldWriteMadeAtCommit(t *testing.T) {
+	s := openPlain(t)
+	put := func(k string) []store.Op {
+		return []store.Op{{Kind: store.Put, Bucket: "b", Key: []byte(k), Value: []byte("v")}}
+	}
+	var made atomic.Int32
+	makeOps := func(k string) func() []store.Op {
+		return func() []store.Op { made.Add(1); return put(k) }
+	}
+	withdrawn := s.HoldFunc(makeOps("withdrawn"), time.Hour)
+	if !withdrawn.Withdraw() {
+		t.Fatal("Withdraw of a write held for an hour: false")
+	}
+	held := s.HoldFunc(makeOps("held"), time.Hour)
+	refused := s.HoldFunc(func() []store.Op { return []store.Op{{Kind: store.Put, Key: []byte("k")}} }, time.Hour)
+	if err := s.Update(context.Background(), put("after")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []store.Pending{held, refused} {
+		select {
+		case <-p.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("a held write was not committed with the write queued after it")
+		}
+	}
+	if err := held.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if refused.Err() == nil {
+		t.Error("a held write whose ops have no bucket was committed")
+	}
+	if n := made.Load(); n != 1 {
+		t.Errorf("ops made %d times, want once (the withdrawn write never)", n)
+	}
+	var keys []string
+	if err := s.ForEach("b", func(k, _ []byte) error { keys = append(keys, string(k)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0] != "after" || keys[1] != "held" {
+		t.Errorf("stored keys %q, want [after held]", keys)
+	}
 }
