@@ -560,11 +560,11 @@ func (s *Store) outcome(fut raft.ApplyFuture) error {
 		}
 		if rerr, ok := fut.Response().(error); ok && rerr != nil {
 			// Committed, but this node could not apply it.
-			return fmt.Errorf("raftstore: update: committed but not applied here: %w: %w", ErrIndeterminate, rerr)
+			return fmt.Errorf("%w (update): committed but not applied here: %w", ErrIndeterminate, rerr)
 		}
 		return nil
 	case <-t.C:
-		return fmt.Errorf("raftstore: update: no outcome within %v: %w", s.opts.ApplyTimeout, ErrIndeterminate)
+		return fmt.Errorf("%w (update): no outcome within %v", ErrIndeterminate, s.opts.ApplyTimeout)
 	}
 }
 
@@ -578,7 +578,7 @@ func (s *Store) classify(what string, err error) error {
 		// Apply gave up before raft took the entry.
 		return fmt.Errorf("raftstore: %s: %w", what, err)
 	}
-	return fmt.Errorf("raftstore: %s: %w: %w", what, ErrIndeterminate, err)
+	return fmt.Errorf("%w (%s): %w", ErrIndeterminate, what, err)
 }
 
 func (s *Store) notLeader(cause error) error {

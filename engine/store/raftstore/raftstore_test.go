@@ -40,7 +40,7 @@ func fast(o raftstore.Options) raftstore.Options {
 }
 
 // waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -87,7 +87,7 @@ func TestContractSingleNodeSmallBatchesSnapshots(t *testing.T) {
 
 // cluster is n nodes on loopback; node 0 bootstraps, the others join it.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	dirs  []string
 	addrs []string
 	nodes []*raftstore.Store // nil while stopped
@@ -96,7 +96,7 @@ type cluster struct {
 	leads map[string][]raftstore.Leadership // by node ID
 }
 
-func newCluster(t *testing.T, n int, tune func(*raftstore.Options)) *cluster {
+func newCluster(t testing.TB, n int, tune func(*raftstore.Options)) *cluster {
 	t.Helper()
 	c := &cluster{t: t, tune: tune, leads: map[string][]raftstore.Leadership{}}
 	for i := range n {
@@ -403,5 +403,91 @@ func TestClusterStaticPeers(t *testing.T) {
 	}
 	for _, s := range nodes {
 		waitFor(t, 10*time.Second, s.ID()+" applies", func() bool { return has(s, "x", 10) })
+	}
+}
+
+// Concurrent Updates share log entries (one Apply per batch), and an entry
+// never holds more than MaxBatchOps ops (one Update is never split).
+func TestGroupCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxOps   int
+		opsEach  int
+		maxBatch float64 // most Updates an entry may hold
+	}{
+		{"Unbounded", 0, 1, raftstore.DefaultMaxBatchOps},
+		{"TenOps", 10, 1, 10},
+		{"UpdateLargerThanBound", 3, 5, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openSingle(t, t.TempDir(), func(o *raftstore.Options) { o.MaxBatchOps = tc.maxOps })
+			defer s.Close()
+			const writers, each = 64, 10
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range each {
+						var ops []store.Op
+						for j := range tc.opsEach {
+							ops = append(ops, putOp("g", fmt.Sprintf("w%02d-%02d-%d", w, i, j), "v"))
+						}
+						if err := s.Update(context.Background(), ops); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			st := s.Stats()
+			t.Logf("%d updates in %d entries: %.1f per entry", st.Updates, st.Entries, st.MeanBatch())
+			if st.Updates != writers*each || st.Ops != writers*each*uint64(tc.opsEach) {
+				t.Fatalf("stats %+v, want %d updates", st, writers*each)
+			}
+			if tc.maxBatch > 1 && st.Entries >= st.Updates {
+				t.Errorf("64 concurrent writers made one entry per update (%d): no group commit", st.Entries)
+			}
+			if min := float64(st.Updates) / tc.maxBatch; float64(st.Entries) < min {
+				t.Errorf("%d entries for %d updates: some entry held more than %v updates", st.Entries, st.Updates, tc.maxBatch)
+			}
+			n := 0
+			if err := s.ForEach("g", func(k, v []byte) error { n++; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if n != writers*each*tc.opsEach {
+				t.Fatalf("%d keys stored, want %d", n, writers*each*tc.opsEach)
+			}
+		})
+	}
+}
+
+// The bucket that holds the applied index is neither visible nor
+// writable.
+func TestReservedBucketHidden(t *testing.T) {
+	s := openSingle(t, t.TempDir(), nil)
+	defer s.Close()
+	if err := s.Update(context.Background(), []store.Op{putOp("q", "k", "v")}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	if err := s.Buckets(func(n string) error { names = append(names, n); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(names) != "[q]" {
+		t.Fatalf("Buckets = %q, want only [q]", names)
+	}
+	if err := s.Update(context.Background(), []store.Op{putOp("\x00raftstore", "applied", "x")}); err == nil {
+		t.Fatal("a write to the reserved bucket was accepted")
+	}
+	n := 0
+	if err := s.ForEach("\x00raftstore", func(k, v []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("ForEach of the reserved bucket: %d keys, %v", n, err)
 	}
 }
