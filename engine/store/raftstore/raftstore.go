@@ -16,7 +16,10 @@
 // majority and applied to this node's local state, so every read on this
 // node (Get, ForEach, Range, Buckets) sees it. Entries are applied in log
 // order, so a later Update is never applied before an earlier one that had
-// returned.
+// returned, nor a later Submit before an earlier one. Submit
+// (store.Submitter) queues the same way and returns at once; its Pending can
+// be withdrawn until the batcher hands it to raft. UpdateLinger
+// (store.Lingerer) is Update.
 //
 // A write on a node that is not the leader fails at once with a
 // *NotLeaderError (errors.Is ErrNotLeader) naming the leader, if one is
@@ -41,6 +44,10 @@
 // bounded batches, clearing the applied index first so that a crash half-way
 // makes the next start restore again. Raft truncates its log after a
 // snapshot (Options.SnapshotThreshold, TrailingLogs, SnapshotInterval).
+// While a snapshot is written out it holds a bbolt read transaction, so an
+// apply that must grow the state file's memory map waits for it. A start
+// also restores when the newest snapshot ends in entries that are not
+// writes (an election's no-op), which is correct but slower than needed.
 //
 // # Leadership
 //
@@ -230,7 +237,101 @@ var _ store.Store = (*Store)(nil)
 type request struct {
 	data []byte // encoded ops
 	nops int
-	done chan error // cap 1
+	done chan error // cap 1; Update's
+	sub  *pending   // Submit's, told instead of done
+}
+
+// finish answers the request; only the one who took it out of the queue
+// (the batcher's await, or Withdraw) calls it.
+func (r *request) finish(err error) {
+	r.data = nil
+	if r.sub != nil {
+		r.sub.err = err
+		close(r.sub.fin)
+		return
+	}
+	r.done <- err
+}
+
+// pending is a store.Pending.
+type pending struct {
+	s   *Store
+	r   *request
+	fin chan struct{}
+	err error
+}
+
+func (p *pending) Done() <-chan struct{} { return p.fin }
+func (p *pending) Err() error            { return p.err }
+
+// Withdraw takes the write out of the queue if the batcher has not handed
+// it to raft yet.
+func (p *pending) Withdraw() bool {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.r == nil {
+		return false
+	}
+	for i, q := range s.queue {
+		if q == p.r {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			q.finish(store.ErrWithdrawn)
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	_ store.Lingerer  = (*Store)(nil)
+	_ store.Submitter = (*Store)(nil)
+)
+
+// UpdateLinger is Update (store.Lingerer): a batch starts as soon as an
+// in-flight slot is free, without waiting for linger, since the
+// replication of the entries in flight already gathers company.
+func (s *Store) UpdateLinger(ctx context.Context, ops []store.Op, _ time.Duration) error {
+	return s.Update(ctx, ops)
+}
+
+// Submit queues ops like Update and returns at once (store.Submitter); the
+// Pending's Err is what Update would have returned. Linger is not waited
+// for (see UpdateLinger), so Withdraw succeeds only while the batch waits
+// for an in-flight slot.
+func (s *Store) Submit(ops []store.Op, _ time.Duration) store.Pending {
+	p := &pending{s: s, fin: make(chan struct{})}
+	done := func(err error) store.Pending {
+		p.err = err
+		close(p.fin)
+		return p
+	}
+	if s.isClosed() {
+		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
+	}
+	if err := validate(ops); err != nil {
+		return done(err)
+	}
+	if len(ops) == 0 {
+		return done(nil)
+	}
+	if s.raft.State() != raft.Leader {
+		return done(s.notLeader(nil))
+	}
+	r := &request{data: encodeOps(nil, ops), nops: len(ops), sub: p}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
+	}
+	p.r = r
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return p
 }
 
 // Open opens (creating if needed) the node kept in opts.DataDir, starts its
@@ -544,7 +645,7 @@ func (s *Store) await(fut raft.ApplyFuture, batch []*request) {
 	err := s.outcome(fut)
 	<-s.slots
 	for _, r := range batch {
-		r.done <- err
+		r.finish(err)
 	}
 }
 
