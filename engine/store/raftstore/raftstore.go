@@ -702,6 +702,7 @@ func (s *Store) watchLeadership(notify <-chan bool) {
 		}
 		switch {
 		case up && !leading:
+			term := s.raft.CurrentTerm()
 			// Serve only once every committed entry is applied here.
 			// raft may never answer a barrier queued as it shuts down.
 			res := make(chan error, 1)
@@ -716,7 +717,10 @@ func (s *Store) watchLeadership(notify <-chan bool) {
 				s.log.Warn("raft leadership gained but barrier failed", "err", err)
 				continue
 			}
-			leading, epoch = true, s.raft.CurrentTerm()
+			if s.raft.CurrentTerm() != term {
+				continue // lost and regained meanwhile: the next notice tells
+			}
+			leading, epoch = true, term
 			s.log.Info("raft leadership gained", "epoch", epoch)
 			if fn := s.opts.OnLeadership; fn != nil {
 				fn(Leadership{Leader: true, Epoch: epoch})
