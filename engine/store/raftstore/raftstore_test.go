@@ -257,7 +257,10 @@ func TestClusterFailover(t *testing.T) {
 	if errors.Is(err, raftstore.ErrIndeterminate) {
 		t.Fatalf("a refused write is not indeterminate: %v", err)
 	}
-	if has(c.nodes[l], "nope", 0); count(t, c.nodes[l]) != 200 {
+	if p := c.nodes[f].Submit([]store.Op{putOp("b", "nope", "x")}, 0); !errors.Is(p.Err(), raftstore.ErrNotLeader) {
+		t.Fatalf("submit on follower %s: %v, want ErrNotLeader", c.id(f), p.Err())
+	}
+	if count(t, c.nodes[l]) != 200 {
 		t.Fatalf("leader holds %d keys after a refused write, want 200", count(t, c.nodes[l]))
 	}
 	gained := c.leadership(c.id(l))
