@@ -22,6 +22,10 @@
 //   - Update does not keep the caller's slices: changing them afterwards
 //     changes nothing stored.
 //
+// The optional interfaces (store.Lingerer, store.Submitter) and the ordering
+// of separate calls have their own rules, written at optionalTests; their
+// tests skip a store that does not implement the interface.
+//
 // Durability is checked across Close and a reopen of the same directory;
 // crash durability (a killed process) is each implementation's own test.
 package storetest
@@ -100,6 +104,7 @@ func RunConfig(t *testing.T, open Opener, cfg Config) {
 		{"Closed", testClosed},
 		{"CloseRace", testCloseRace},
 	}
+	tests = append(tests, optionalTests()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newHarness(t, open))

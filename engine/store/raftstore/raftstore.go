@@ -1,0 +1,851 @@
+// Package raftstore is the replicated store of issue #17: a store.Store whose
+// writes are entries of a github.com/hashicorp/raft log, applied on every
+// member to a local bbolt store (package boltstore). The engine sees only
+// store.Store; which node leads, and how the others follow, stays in here.
+//
+// # Writes
+//
+// Update validates its batch with boltstore's rules, encodes it (the
+// caller's slices are not kept) and queues it. One batcher goroutine takes
+// everything that is waiting, up to Options.MaxBatchOps and
+// Options.MaxBatchBytes, and hands it to raft as ONE log entry (one Apply per
+// batch): a group commit, so the sends and acknowledgements of many callers
+// share one round of replication and one sync of the log. Up to
+// Options.MaxInFlight entries are replicated at a time; what queues meanwhile
+// forms the next batch. Update returns nil once the entry is committed on a
+// majority and applied to this node's local state, so every read on this
+// node (Get, ForEach, Range, Buckets) sees it. Entries are applied in log
+// order, so a later Update is never applied before an earlier one that had
+// returned, nor a later Submit before an earlier one. Submit
+// (store.Submitter) queues the same way and returns at once; its Pending can
+// be withdrawn until the batcher hands it to raft. UpdateLinger
+// (store.Lingerer) is Update.
+//
+// A write on a node that is not the leader fails at once with a
+// *NotLeaderError (errors.Is ErrNotLeader) naming the leader, if one is
+// known; nothing of it was applied. A write whose outcome raft cannot know —
+// leadership lost after the entry was appended, no answer within
+// Options.ApplyTimeout — fails with an error wrapping ErrIndeterminate: it may
+// or may not be committed, and may yet be applied. That breaks the promise of
+// store.Store that a failed write applied nothing; the engine-wide answer
+// (fence, then rebuild from the store) is a later step of issue #17, and
+// ErrIndeterminate moves into package store then.
+//
+// # State, snapshots and restarts
+//
+// The local state is a boltstore file (state.db); the raft log and its
+// stable values are a bbolt file of their own (raft.db, see logStore); raft
+// snapshots go under snapshots/. Each applied batch also records the index of
+// its last entry in a reserved bucket (metaBucket, hidden from readers and
+// refused to writers) in the same bbolt transaction, so a restart does not
+// replay entries the state already holds (a replay of older entries would
+// briefly show older values). A snapshot is the state file itself, written
+// by bbolt's Tx.WriteTo; Restore replaces the local state with one in
+// bounded batches, clearing the applied index first so that a crash half-way
+// makes the next start restore again. Raft truncates its log after a
+// snapshot (Options.SnapshotThreshold, TrailingLogs, SnapshotInterval).
+// While a snapshot is written out it holds a bbolt read transaction, so an
+// apply that must grow the state file's memory map waits for it. A start
+// also restores when the newest snapshot ends in entries that are not
+// writes (an election's no-op), which is correct but slower than needed.
+//
+// # Leadership
+//
+// Options.OnLeadership is told, in order, when this node gains leadership —
+// after a barrier, so its state holds every committed entry — and when it
+// loses it, with the raft term of that leadership as its epoch.
+//
+// # Locks
+//
+// Store.mu guards the write queue; fsm.mu is held for writing by Restore and
+// for reading by reads. No goroutine holds both. A read's fn runs under
+// fsm.mu's read lock (Buckets' excepted), so it must not wait for a write to
+// be applied on this node.
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/sluicemq/sluice/engine/store"
+	"github.com/sluicemq/sluice/engine/store/boltstore"
+)
+
+// Defaults for zero fields of Options.
+const (
+	DefaultMaxBatchOps   = 8192
+	DefaultMaxBatchBytes = 4 << 20
+	DefaultMaxInFlight   = 4
+	DefaultApplyTimeout  = 10 * time.Second
+	// DefaultSnapshotRetain is how many snapshots are kept on disk.
+	DefaultSnapshotRetain = 2
+)
+
+// ErrNotLeader is matched (errors.Is) by the *NotLeaderError of a write on a
+// node that is not the leader. Nothing of such a write was applied.
+var ErrNotLeader = errors.New("raftstore: not the leader")
+
+// ErrIndeterminate is wrapped by the error of a write whose outcome is
+// unknown: raft had taken the entry when leadership was lost, or no outcome
+// came within Options.ApplyTimeout. The write may or may not be committed and
+// applied. Callers must not undo anything in memory on it; they must treat
+// their view as unknown and rebuild it from the store of a current leader.
+var ErrIndeterminate = errors.New("raftstore: write outcome unknown")
+
+// NotLeaderError is the error of a write on a node that is not the leader.
+type NotLeaderError struct {
+	// LeaderAddr and LeaderID name the current leader as this node knows
+	// it; both are empty when it knows none (an election is under way).
+	LeaderAddr string
+	LeaderID   string
+	// Cause is raft's error, if raft refused the write.
+	Cause error
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderAddr == "" {
+		return "raftstore: not the leader (no leader known)"
+	}
+	return fmt.Sprintf("raftstore: not the leader; the leader is %s at %s", e.LeaderID, e.LeaderAddr)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Unwrap returns raft's error, if any.
+func (e *NotLeaderError) Unwrap() error { return e.Cause }
+
+// Peer is another voting member of the initial configuration.
+type Peer struct {
+	ID   string
+	Addr string // host:port of its raft transport
+}
+
+// Leadership is a change of this node's role.
+type Leadership struct {
+	// Leader is true when this node became the leader, false when it
+	// stopped being it.
+	Leader bool
+	// Epoch is the raft term of the leadership gained or lost; every
+	// leadership has a greater epoch than the ones before it.
+	Epoch uint64
+}
+
+// Options configure Open.
+type Options struct {
+	// NodeID names this node in the cluster; it must not change.
+	NodeID string
+	// BindAddr is the host:port raft listens on ("127.0.0.1:0" picks a free
+	// port; Addr reports it).
+	BindAddr string
+	// DataDir holds state.db, raft.db and snapshots/.
+	DataDir string
+	// Bootstrap makes a node with no raft state yet start a new cluster of
+	// itself and Peers. A node with state ignores it.
+	Bootstrap bool
+	// Peers are the other voters of the initial configuration (Bootstrap).
+	Peers []Peer
+
+	// Raft timing; raft's defaults when zero (1 s, 1 s, 500 ms, 50 ms).
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// ApplyTimeout bounds how long a write waits for its entry's outcome
+	// before failing with ErrIndeterminate (DefaultApplyTimeout if zero).
+	ApplyTimeout time.Duration
+
+	// MaxBatchOps and MaxBatchBytes bound one log entry (defaults if
+	// zero); one Update is never split.
+	MaxBatchOps   int
+	MaxBatchBytes int
+	// MaxInFlight bounds the entries being replicated at once
+	// (DefaultMaxInFlight if zero).
+	MaxInFlight int
+
+	// Snapshots and log truncation; raft's defaults when zero (8192
+	// entries, 120 s, 10240 trailing entries).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// SnapshotRetain is how many snapshots are kept (DefaultSnapshotRetain
+	// if zero).
+	SnapshotRetain int
+
+	// OnLeadership, if set, is told of every change of this node's role,
+	// in order, from one goroutine. It must not block for long.
+	OnLeadership func(Leadership)
+	// Logger receives raft's and this store's messages (slog.Default() if
+	// nil).
+	Logger *slog.Logger
+}
+
+// Stats are a Store's counters since Open.
+type Stats struct {
+	Updates  uint64 // Update calls handed to raft
+	Entries  uint64 // log entries they made
+	Ops      uint64 // ops in them
+	Restores uint64 // snapshots restored into the local state
+}
+
+// MeanBatch is the mean number of Updates per log entry.
+func (st Stats) MeanBatch() float64 {
+	if st.Entries == 0 {
+		return 0
+	}
+	return float64(st.Updates) / float64(st.Entries)
+}
+
+// Store is a replicated store.Store; Open returns it. It is safe for
+// concurrent use.
+type Store struct {
+	opts  Options
+	log   *slog.Logger
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	logs  *logStore
+	fsm   *fsm
+
+	mu     sync.Mutex
+	queue  []*request
+	closed bool
+
+	wake     chan struct{} // cap 1: work queued or closing
+	slots    chan struct{} // MaxInFlight tokens
+	stopped  chan struct{} // closed when the batcher returns
+	inflight sync.WaitGroup
+	stopLead chan struct{}
+	leadDone chan struct{}
+
+	updates, entries, ops atomic.Uint64
+}
+
+var _ store.Store = (*Store)(nil)
+
+type request struct {
+	data []byte // encoded ops
+	nops int
+	done chan error // cap 1; Update's
+	sub  *pending   // Submit's, told instead of done
+}
+
+// finish answers the request; only the one who took it out of the queue
+// (the batcher's await, or Withdraw) calls it.
+func (r *request) finish(err error) {
+	r.data = nil
+	if r.sub != nil {
+		r.sub.err = err
+		close(r.sub.fin)
+		return
+	}
+	r.done <- err
+}
+
+// pending is a store.Pending.
+type pending struct {
+	s   *Store
+	r   *request
+	fin chan struct{}
+	err error
+}
+
+func (p *pending) Done() <-chan struct{} { return p.fin }
+func (p *pending) Err() error            { return p.err }
+
+// Withdraw takes the write out of the queue if the batcher has not handed
+// it to raft yet.
+func (p *pending) Withdraw() bool {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.r == nil {
+		return false
+	}
+	for i, q := range s.queue {
+		if q == p.r {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			q.finish(store.ErrWithdrawn)
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	_ store.Lingerer  = (*Store)(nil)
+	_ store.Submitter = (*Store)(nil)
+)
+
+// UpdateLinger is Update (store.Lingerer): a batch starts as soon as an
+// in-flight slot is free, without waiting for linger, since the
+// replication of the entries in flight already gathers company.
+func (s *Store) UpdateLinger(ctx context.Context, ops []store.Op, _ time.Duration) error {
+	return s.Update(ctx, ops)
+}
+
+// Submit queues ops like Update and returns at once (store.Submitter); the
+// Pending's Err is what Update would have returned. Linger is not waited
+// for (see UpdateLinger), so Withdraw succeeds only while the batch waits
+// for an in-flight slot.
+func (s *Store) Submit(ops []store.Op, _ time.Duration) store.Pending {
+	p := &pending{s: s, fin: make(chan struct{})}
+	done := func(err error) store.Pending {
+		p.err = err
+		close(p.fin)
+		return p
+	}
+	if s.isClosed() {
+		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
+	}
+	if err := validate(ops); err != nil {
+		return done(err)
+	}
+	if len(ops) == 0 {
+		return done(nil)
+	}
+	if s.raft.State() != raft.Leader {
+		return done(s.notLeader(nil))
+	}
+	r := &request{data: encodeOps(nil, ops), nops: len(ops), sub: p}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
+	}
+	p.r = r
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return p
+}
+
+// Open opens (creating if needed) the node kept in opts.DataDir, starts its
+// raft transport on opts.BindAddr and joins or bootstraps the cluster.
+func Open(opts Options) (*Store, error) {
+	if opts.NodeID == "" || opts.DataDir == "" || opts.BindAddr == "" {
+		return nil, errors.New("raftstore: open: NodeID, DataDir and BindAddr are required")
+	}
+	if opts.MaxBatchOps <= 0 {
+		opts.MaxBatchOps = DefaultMaxBatchOps
+	}
+	if opts.MaxBatchBytes <= 0 {
+		opts.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.ApplyTimeout <= 0 {
+		opts.ApplyTimeout = DefaultApplyTimeout
+	}
+	if opts.SnapshotRetain <= 0 {
+		opts.SnapshotRetain = DefaultSnapshotRetain
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	lg := opts.Logger.With("raft_node", opts.NodeID)
+	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("raftstore: open %s: %w", opts.DataDir, err)
+	}
+	var closers []io.Closer
+	fail := func(err error) (*Store, error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i].Close()
+		}
+		return nil, fmt.Errorf("raftstore: open %s: %w", opts.DataDir, err)
+	}
+	state, err := boltstore.Open(filepath.Join(opts.DataDir, "state.db"), boltstore.Options{Logger: lg})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, state)
+	f := &fsm{state: state, dir: opts.DataDir, log: lg, maxOps: opts.MaxBatchOps, maxBytes: opts.MaxBatchBytes}
+	applied, ok, err := f.readApplied()
+	if err != nil {
+		return fail(err)
+	}
+	f.applied = applied
+	logs, err := openLogStore(filepath.Join(opts.DataDir, "raft.db"))
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, logs)
+	rlog := &raftLog{log: lg}
+	snaps, err := raft.NewFileSnapshotStore(opts.DataDir, opts.SnapshotRetain, rlog)
+	if err != nil {
+		return fail(err)
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return fail(err)
+	}
+	// The local state is durable and at least as new as any snapshot
+	// taken from it, so raft need not restore one on start — unless the
+	// state lost its applied index (a restore cut short, a lost file) or
+	// is older than a snapshot a leader installed.
+	restoreOnStart := len(metas) > 0 && (!ok || applied < metas[0].Index)
+	trans, err := raft.NewTCPTransport(opts.BindAddr, nil, 3, 10*time.Second, rlog)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, trans)
+
+	conf := raft.DefaultConfig()
+	conf.LocalID = raft.ServerID(opts.NodeID)
+	setDur(&conf.HeartbeatTimeout, opts.HeartbeatTimeout)
+	setDur(&conf.ElectionTimeout, opts.ElectionTimeout)
+	setDur(&conf.LeaderLeaseTimeout, opts.LeaderLeaseTimeout)
+	setDur(&conf.CommitTimeout, opts.CommitTimeout)
+	setDur(&conf.SnapshotInterval, opts.SnapshotInterval)
+	if opts.SnapshotThreshold > 0 {
+		conf.SnapshotThreshold = opts.SnapshotThreshold
+	}
+	if opts.TrailingLogs > 0 {
+		conf.TrailingLogs = opts.TrailingLogs
+	}
+	conf.NoSnapshotRestoreOnStart = !restoreOnStart
+	conf.BatchApplyCh = true
+	notify := make(chan bool, 64)
+	conf.NotifyCh = notify
+	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: rlog, Level: hclog.Info})
+	r, err := raft.NewRaft(conf, f, logs, logs, snaps, trans)
+	if err != nil {
+		return fail(err)
+	}
+	s := &Store{
+		opts:     opts,
+		log:      lg,
+		raft:     r,
+		trans:    trans,
+		logs:     logs,
+		fsm:      f,
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, opts.MaxInFlight),
+		stopped:  make(chan struct{}),
+		stopLead: make(chan struct{}),
+		leadDone: make(chan struct{}),
+	}
+	if opts.Bootstrap {
+		servers := []raft.Server{{ID: conf.LocalID, Address: trans.LocalAddr()}}
+		for _, p := range opts.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		}
+		err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			_ = r.Shutdown().Error()
+			return fail(err)
+		}
+	}
+	go s.run()
+	go s.watchLeadership(notify)
+	lg.Debug("raft store opened", "addr", trans.LocalAddr(), "applied", applied, "restore_on_start", restoreOnStart)
+	return s, nil
+}
+
+func setDur(dst *time.Duration, v time.Duration) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// ID returns this node's ID.
+func (s *Store) ID() string { return s.opts.NodeID }
+
+// Addr returns the address of this node's raft transport.
+func (s *Store) Addr() string { return string(s.trans.LocalAddr()) }
+
+// IsLeader reports whether this node is the leader now.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the current leader's ID and address as this node knows
+// them; empty when none is known.
+func (s *Store) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// AppliedIndex returns the index of the last log entry applied here.
+func (s *Store) AppliedIndex() uint64 { return s.raft.AppliedIndex() }
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Updates:  s.updates.Load(),
+		Entries:  s.entries.Load(),
+		Ops:      s.ops.Load(),
+		Restores: s.fsm.restores.Load(),
+	}
+}
+
+// AddVoter adds a voting member (on the leader), waiting up to timeout.
+func (s *Store) AddVoter(id, addr string, timeout time.Duration) error {
+	if err := s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error(); err != nil {
+		return s.classify("add voter "+id, err)
+	}
+	return nil
+}
+
+// RemoveServer removes a member (on the leader), waiting up to timeout.
+func (s *Store) RemoveServer(id string, timeout time.Duration) error {
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error(); err != nil {
+		return s.classify("remove server "+id, err)
+	}
+	return nil
+}
+
+// Snapshot takes a raft snapshot now and truncates the log behind it.
+func (s *Store) Snapshot() error {
+	if err := s.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("raftstore: snapshot: %w", err)
+	}
+	return nil
+}
+
+// Update replicates ops as part of one log entry and returns once it is
+// committed and applied here; see the package comment for its errors. A ctx
+// that ends while the batch is still queued withdraws it (ctx.Err(), nothing
+// applied); once raft has it, Update waits for the outcome.
+func (s *Store) Update(ctx context.Context, ops []store.Op) error {
+	if s.isClosed() {
+		return fmt.Errorf("raftstore: update: %w", store.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validate(ops); err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if s.raft.State() != raft.Leader {
+		return s.notLeader(nil)
+	}
+	r := &request{data: encodeOps(nil, ops), nops: len(ops), done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("raftstore: update: %w", store.ErrClosed)
+	}
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for i, q := range s.queue {
+		if q == r {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			s.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+	s.mu.Unlock()
+	return <-r.done
+}
+
+func validate(ops []store.Op) error {
+	if err := boltstore.Validate(ops); err != nil {
+		return fmt.Errorf("raftstore: update: %w", err)
+	}
+	for i := range ops {
+		if ops[i].Bucket == metaBucket {
+			return fmt.Errorf("raftstore: update: op %d: bucket %q is reserved: %w", i, metaBucket, boltstore.ErrInvalidOp)
+		}
+	}
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// run is the batcher: it turns whatever is queued into one log entry at a
+// time, with at most MaxInFlight entries awaiting their outcome.
+func (s *Store) run() {
+	defer close(s.stopped)
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			break
+		}
+		s.mu.Unlock()
+		// Wait for a free slot first: what queues meanwhile joins this
+		// entry.
+		s.slots <- struct{}{}
+		s.mu.Lock()
+		n, nops, size := 0, 0, 0
+		for n < len(s.queue) {
+			r := s.queue[n]
+			if n > 0 && (nops+r.nops > s.opts.MaxBatchOps || size+len(r.data) > s.opts.MaxBatchBytes) {
+				break
+			}
+			n++
+			nops += r.nops
+			size += len(r.data)
+		}
+		if n == 0 { // all withdrawn while we waited for the slot
+			s.mu.Unlock()
+			<-s.slots
+			continue
+		}
+		batch := append([]*request(nil), s.queue[:n]...)
+		rest := copy(s.queue, s.queue[n:])
+		clear(s.queue[rest:])
+		s.queue = s.queue[:rest]
+		s.mu.Unlock()
+
+		entry := make([]byte, 0, 1+size)
+		entry = append(entry, entryVersion)
+		for _, r := range batch {
+			entry = append(entry, r.data...)
+		}
+		s.updates.Add(uint64(n))
+		s.entries.Add(1)
+		s.ops.Add(uint64(nops))
+		fut := s.raft.Apply(entry, s.opts.ApplyTimeout)
+		s.inflight.Add(1)
+		go s.await(fut, batch)
+	}
+	s.inflight.Wait()
+}
+
+// await answers the callers of one entry with its outcome.
+func (s *Store) await(fut raft.ApplyFuture, batch []*request) {
+	defer s.inflight.Done()
+	err := s.outcome(fut)
+	<-s.slots
+	for _, r := range batch {
+		r.finish(err)
+	}
+}
+
+func (s *Store) outcome(fut raft.ApplyFuture) error {
+	res := make(chan error, 1)
+	go func() { res <- fut.Error() }()
+	t := time.NewTimer(s.opts.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case err := <-res:
+		if err != nil {
+			return s.classify("update", err)
+		}
+		if rerr, ok := fut.Response().(error); ok && rerr != nil {
+			// Committed, but this node could not apply it.
+			return fmt.Errorf("%w (update): committed but not applied here: %w", ErrIndeterminate, rerr)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w (update): no outcome within %v", ErrIndeterminate, s.opts.ApplyTimeout)
+	}
+}
+
+// classify maps raft's error for an entry to this package's: refused
+// before it reached the log (not applied), or indeterminate.
+func (s *Store) classify(what string, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return s.notLeader(err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		// Apply gave up before raft took the entry.
+		return fmt.Errorf("raftstore: %s: %w", what, err)
+	}
+	return fmt.Errorf("%w (%s): %w", ErrIndeterminate, what, err)
+}
+
+func (s *Store) notLeader(cause error) error {
+	addr, id := s.raft.LeaderWithID()
+	return &NotLeaderError{LeaderAddr: string(addr), LeaderID: string(id), Cause: cause}
+}
+
+// watchLeadership turns raft's notifications into Options.OnLeadership
+// calls.
+func (s *Store) watchLeadership(notify <-chan bool) {
+	defer close(s.leadDone)
+	var epoch uint64
+	leading := false
+	for {
+		var up bool
+		select {
+		case <-s.stopLead:
+			return
+		case up = <-notify:
+		}
+		switch {
+		case up && !leading:
+			term := s.raft.CurrentTerm()
+			// Serve only once every committed entry is applied here.
+			// raft may never answer a barrier queued as it shuts down.
+			res := make(chan error, 1)
+			go func() { res <- s.raft.Barrier(s.opts.ApplyTimeout).Error() }()
+			var err error
+			select {
+			case err = <-res:
+			case <-s.stopLead:
+				return
+			}
+			if err != nil {
+				s.log.Warn("raft leadership gained but barrier failed", "err", err)
+				continue
+			}
+			if s.raft.CurrentTerm() != term {
+				continue // lost and regained meanwhile: the next notice tells
+			}
+			leading, epoch = true, term
+			s.log.Info("raft leadership gained", "epoch", epoch)
+			if fn := s.opts.OnLeadership; fn != nil {
+				fn(Leadership{Leader: true, Epoch: epoch})
+			}
+		case !up && leading:
+			leading = false
+			s.log.Info("raft leadership lost", "epoch", epoch)
+			if fn := s.opts.OnLeadership; fn != nil {
+				fn(Leadership{Leader: false, Epoch: epoch})
+			}
+		}
+	}
+}
+
+// ForEach reads the local state; see store.Store.
+func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
+	if bucket == metaBucket {
+		return s.hidden()
+	}
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return s.fsm.state.ForEach(bucket, fn)
+}
+
+// Get reads the local state; see store.Store.
+func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) error) error {
+	if bucket == metaBucket {
+		return s.hidden()
+	}
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return s.fsm.state.Get(bucket, keys, fn)
+}
+
+// Range reads the local state; see store.Store.
+func (s *Store) Range(bucket string, from []byte, limit int, fn func(key, value []byte) error) error {
+	if bucket == metaBucket {
+		return s.hidden()
+	}
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return s.fsm.state.Range(bucket, from, limit, fn)
+}
+
+// Buckets lists the local state's buckets, without the reserved one.
+func (s *Store) Buckets(fn func(name string) error) error {
+	var names []string
+	s.fsm.mu.RLock()
+	err := s.fsm.state.Buckets(func(n string) error {
+		if n != metaBucket {
+			names = append(names, n)
+		}
+		return nil
+	})
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hidden answers a read of the reserved bucket: nothing, or ErrClosed.
+func (s *Store) hidden() error {
+	if s.isClosed() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// Close refuses further writes (store.ErrClosed), waits for the queued and
+// in-flight ones, shuts raft down and closes the files. Calling it again
+// returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.leadDone
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.stopped
+	var errs []error
+	if err := s.raft.Shutdown().Error(); err != nil {
+		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+	}
+	close(s.stopLead)
+	<-s.leadDone
+	if err := s.trans.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("raft transport: %w", err))
+	}
+	if err := s.logs.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("raft log: %w", err))
+	}
+	if err := s.fsm.state.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("raftstore: close: %w", err)
+	}
+	return nil
+}
+
+// raftLog carries raft's log lines (hclog text) to slog: errors and
+// warnings at their level, the rest at debug.
+type raftLog struct{ log *slog.Logger }
+
+func (l *raftLog) Write(p []byte) (int, error) {
+	line := string(bytes.TrimSpace(p))
+	switch {
+	case bytes.Contains(p, []byte("[ERROR]")):
+		l.log.Error(line)
+	case bytes.Contains(p, []byte("[WARN]")):
+		l.log.Warn(line)
+	default:
+		l.log.Debug(line)
+	}
+	return len(p), nil
+}
