@@ -40,8 +40,8 @@ type channel struct {
 	// closedConsumers were cancelled with deliveries unacknowledged:
 	// their sessions stay open for the client's acks.
 	closedConsumers []*consumer
-	getSess   *engine.Session // basic.get's deliveries
-	ctagSeq   uint64
+	getSess         *engine.Session // basic.get's deliveries
+	ctagSeq         uint64
 
 	deliverMu sync.Mutex
 	nextTag   uint64 // the last delivery tag given (under deliverMu)

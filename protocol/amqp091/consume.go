@@ -431,4 +431,3 @@ func intArg(v any) (int64, bool) {
 	}
 	return 0, false
 }
-

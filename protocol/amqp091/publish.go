@@ -230,4 +230,3 @@ func (ch *channel) txRollback(m *spec.TxRollback) error {
 	ch.c.method(ch.id, &spec.TxRollbackOk{})
 	return nil
 }
-
