@@ -2,7 +2,10 @@ package amqp091
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/sluicemq/sluice/engine"
@@ -25,8 +28,14 @@ type bridge struct {
 }
 
 // bridgeSubscription names the durable subscription of queue's binding to
-// topic key.
-func bridgeSubscription(queue, key string) string { return "amq.topic:" + key + ">" + queue }
+// topic key: "amq.topic/KEY>QUEUE~HASH", with the characters subscription
+// names may not hold (, = : * % ?) as '_', and a hash of the exact pair
+// so that two pairs never share a name.
+func bridgeSubscription(queue, key string) string {
+	clean := strings.NewReplacer(",", "_", "=", "_", ":", "_", "*", "_", "%", "_", "?", "_")
+	sum := sha256.Sum256([]byte(key + "\x00" + queue))
+	return "amq.topic/" + clean.Replace(key) + ">" + clean.Replace(queue) + "~" + hex.EncodeToString(sum[:6])
+}
 
 // bridgeConnection returns the server's bridge connection, connecting it
 // first.

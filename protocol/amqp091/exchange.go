@@ -124,7 +124,10 @@ type definition struct {
 func exchangeKey(name string) string { return "x/" + name }
 
 func bindingKey(source string, b *binding) string {
-	args, _ := json.Marshal(b.args)
+	args := []byte("{}") // no arguments, however the client sent them
+	if len(b.args) > 0 {
+		args, _ = json.Marshal(b.args)
+	}
 	return fmt.Sprintf("b/%q/%q/%q/%q/%s", source, b.queue, b.exchange, b.key, args)
 }
 
