@@ -243,4 +243,3 @@ func TestHeartBeats(t *testing.T) {
 		t.Fatalf("a silent client was dropped after %s, want about 3s", took)
 	}
 }
-
