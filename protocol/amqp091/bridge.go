@@ -103,7 +103,7 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 		return nil, err
 	}
 	br.sess = sess
-	dest := b.dest
+	dest, queueName := b.dest, b.queue
 	err = cons.SetListener(func(d message.Delivery) {
 		m := d.Msg.Clone()
 		o := engine.SendOptions{Set: engine.SetDeliveryMode | engine.SetPriority | engine.SetExpiration | engine.SetRedeliveryLimit,
@@ -111,6 +111,14 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 		if err := prod.Send(context.Background(), m, o); err != nil {
 			x.log.Warn("amqp091 bridge: message not passed on", slog.String("topic", topic.Name),
 				slog.String("queue", dest.Name), slog.Any("err", err))
+			if engine.CodeOf(err) == engine.CodeInvalidDestination {
+				// The queue was deleted by another protocol or an
+				// administrator: its bindings go (not from this
+				// listener, which the bridge's stop waits for).
+				go x.unbindQueue(queueName)
+				_ = sess.Settle(context.Background(), d.Tag, engine.Released)
+				return
+			}
 			_ = sess.Settle(context.Background(), d.Tag, engine.Failed)
 			return
 		}

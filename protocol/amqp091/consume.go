@@ -395,8 +395,9 @@ func (ch *channel) get(m *spec.BasicGet) error {
 		m: &spec.BasicGetOk{DeliveryTag: tag, Redelivered: dl.Redelivered, Exchange: exchange, RoutingKey: key,
 			MessageCount: uint32(min(left, 1<<32-1))}}
 	if m.NoAck {
-		if conf, err := ch.getSess.AcknowledgeConfirm(dl.Tag); err == nil {
-			_ = conf
+		// Acknowledged now; its delete is committed with other writes.
+		if _, err := ch.getSess.AcknowledgeConfirm(dl.Tag); err != nil {
+			c.log.Warn("amqp091 basic.get: no-ack acknowledgement failed", slog.Any("err", err))
 		}
 	} else {
 		ch.remember(tag, unacked{sess: ch.getSess, engTag: dl.Tag})

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/enginetest"
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/protocol/amqp091"
 )
@@ -396,5 +397,47 @@ func TestMessageTooLarge(t *testing.T) {
 	publish(t, ch, "", "small", amqp.Publishing{Body: make([]byte, 500)})
 	if _, ok, err := ch.Get("small", true); !ok || err != nil {
 		t.Fatalf("get after the refusal: %v %v", ok, err)
+	}
+}
+
+// A publish whose store write fails is a basic.nack; the others around it
+// are acks.
+func TestConfirmNackOnStoreFailure(t *testing.T) {
+	eng, faults, closeEng := enginetest.DurableFaults(t, t.TempDir(), engine.Config{AutoCreate: true})
+	addr := serve(t, eng, closeEng, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	if _, err := ch.QueueDeclare("faulty", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 4))
+	next := func() amqp.Confirmation {
+		t.Helper()
+		select {
+		case c := <-confirms:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("no confirmation")
+		}
+		return amqp.Confirmation{}
+	}
+	publish(t, ch, "", "faulty", amqp.Publishing{Body: []byte("kept"), DeliveryMode: amqp.Persistent})
+	if c := next(); !c.Ack || c.DeliveryTag != 1 {
+		t.Fatalf("first: %+v, want ack 1", c)
+	}
+	faults.Fail(true)
+	publish(t, ch, "", "faulty", amqp.Publishing{Body: []byte("lost"), DeliveryMode: amqp.Persistent})
+	if c := next(); c.Ack || c.DeliveryTag != 2 {
+		t.Fatalf("second: %+v, want nack 2", c)
+	}
+	faults.Fail(false)
+	publish(t, ch, "", "faulty", amqp.Publishing{Body: []byte("kept too"), DeliveryMode: amqp.Persistent})
+	if c := next(); !c.Ack || c.DeliveryTag != 3 {
+		t.Fatalf("third: %+v, want ack 3", c)
+	}
+	if got, want := drain(t, ch, "faulty"), []string{"kept", "kept too"}; !equal(got, want) {
+		t.Fatalf("queue holds %v, want %v", got, want)
 	}
 }
