@@ -97,3 +97,48 @@ func TestAMQPPortServesBothVersions(t *testing.T) {
 		_ = nc.Close()
 	}
 }
+
+// The amqps listener serves 0-9-1 clients over TLS too, and AMQP 1.0 ones
+// beside them.
+func TestAMQPSServes091(t *testing.T) {
+	s := newTLSSetup(t)
+	b := startTLS(t, s.config(t), startOptions{})
+	c, err := amqp091.DialTLS("amqps://guest:guest@"+b.Addr("amqps").String()+"/", s.client())
+	if err != nil {
+		t.Fatalf("0-9-1 over TLS: %v", err)
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("tls.091", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.PublishWithContext(context.Background(), "", "tls.091", false, false, amqp091.Publishing{Body: []byte("over amqps")}); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := dialAMQP("amqps://"+b.Addr("amqps").String(), s.client())
+	if err != nil {
+		t.Fatalf("AMQP 1.0 over TLS beside 0-9-1: %v", err)
+	}
+	defer ac.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := ac.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := sess.NewReceiver(ctx, "tls.091", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := rcv.Receive(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.GetData()) != "over amqps" {
+		t.Fatalf("AMQP 1.0 got %q", m.GetData())
+	}
+	_ = rcv.AcceptMessage(ctx, m)
+}
