@@ -188,7 +188,7 @@ func (x *exchanges) lookup(name string) *exchange {
 func (x *exchanges) route(c *conn, exchange, key string, headers spec.Table) ([]message.Destination, error) {
 	if exchange == exchDefault {
 		d := c.resolveQueue(key)
-		if _, ok := c.queueInfo(d); !ok {
+		if !x.eng.DestinationExists(d) {
 			return nil, nil
 		}
 		return []message.Destination{d}, nil
