@@ -246,3 +246,29 @@ func TestConsumerLimit(t *testing.T) {
 		t.Fatalf("third consumer: %v, want 530", err)
 	}
 }
+
+// An exclusive consumer is the queue's only one while it lasts.
+func TestExclusiveConsumer(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	if _, err := ch.QueueDeclare("solo", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume("solo", "only", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := channel(t, dial(t, addr))
+	if _, err := other.Consume("solo", "", false, false, false, false, nil); amqpCode(err) != 403 {
+		t.Fatalf("second consumer beside an exclusive one: %v, want 403", err)
+	}
+	if err := ch.Cancel("only", false); err != nil {
+		t.Fatal(err)
+	}
+	other = channel(t, dial(t, addr))
+	if _, err := other.Consume("solo", "", false, false, false, false, nil); err != nil {
+		t.Fatalf("consumer after the exclusive one left: %v", err)
+	}
+	if _, err := ch.Consume("solo", "", false, true, false, false, nil); amqpCode(err) != 403 {
+		t.Fatalf("exclusive consumer beside another: %v, want 403", err)
+	}
+}
