@@ -151,8 +151,8 @@ func (ch *channel) queueDelete(m *spec.QueueDelete) error {
 		}
 	} else {
 		err = c.srv.eng.DeleteDestination(context.Background(), d)
-		c.srv.ex.unbindQueue(m.Queue)
 	}
+	c.srv.ex.unbindQueue(d)
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}

