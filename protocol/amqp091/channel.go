@@ -88,9 +88,7 @@ func (ch *channel) fail(e *amqpError) {
 // close, unacknowledged messages go back to their queues (not as failed
 // deliveries), an open transaction rolls back.
 func (ch *channel) release() {
-	ch.deliverMu.Lock()
-	ch.stopped = true
-	ch.deliverMu.Unlock()
+	ch.stop()
 	for _, cs := range ch.consumers {
 		ch.c.srv.releaseExclusive(cs)
 		_ = cs.sess.Close()
@@ -117,6 +115,13 @@ func (ch *channel) release() {
 	}
 	_ = ch.pubSess.Close()
 	ch.pub, ch.hdr, ch.body = nil, nil, nil
+}
+
+// stop ends the channel's deliveries: number queues nothing more.
+func (ch *channel) stop() {
+	ch.deliverMu.Lock()
+	ch.stopped = true
+	ch.deliverMu.Unlock()
 }
 
 // handle carries out one method on the channel. A returned error closes

@@ -576,9 +576,8 @@ func (c *conn) handleFrame(f spec.Frame) (stop bool, err error) {
 	case spec.FrameMethod:
 		m, err := spec.DecodeMethod(f.Payload)
 		if err != nil {
-			if len(f.Payload) >= 4 && spec.NewMethod(binary.BigEndian.Uint16(f.Payload), binary.BigEndian.Uint16(f.Payload[2:])) == nil {
-				return false, refuse(spec.NotImplemented, nil, "unknown method %d.%d",
-					binary.BigEndian.Uint16(f.Payload), binary.BigEndian.Uint16(f.Payload[2:]))
+			if cid, mid, ierr := spec.MethodIDs(f.Payload); ierr == nil && spec.NewMethod(cid, mid) == nil {
+				return false, refuse(spec.NotImplemented, nil, "unknown method %d.%d", cid, mid)
 			}
 			return false, refuse(spec.SyntaxError, nil, "%v", err)
 		}
