@@ -176,6 +176,11 @@ func (ch *channel) handle(m spec.Method) error {
 	case *spec.BasicCancel:
 		return ch.cancel(m)
 	case *spec.BasicPublish:
+		if m.Immediate {
+			// As RabbitMQ 3: a consumer-or-return guarantee the engine
+			// cannot give at send time.
+			return refuse(spec.NotImplemented, m, "immediate=true")
+		}
 		ch.pub = m
 		return nil
 	case *spec.BasicGet:
