@@ -154,7 +154,7 @@ func TestGetNackRejectRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again amqp.Delivery
-	for range 100 {
+	for range 500 {
 		if again, ok, err = ch.Get("g", false); err != nil || ok {
 			break
 		}
