@@ -167,6 +167,14 @@ func TestConnectionBlocked(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no connection.blocked")
 	}
+	// A publish while blocked waits: the server reads no further.
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("held", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "", "held", amqp.Publishing{Body: []byte("held back")})
+	time.Sleep(100 * time.Millisecond)
+	waitDepth(t, eng, "held", 0)
 	eng.Flow().SetDiskAlarm(false, 1000, 100)
 	select {
 	case b := <-blocked:
@@ -176,6 +184,7 @@ func TestConnectionBlocked(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no connection.unblocked")
 	}
+	waitDepth(t, eng, "held", 1)
 }
 
 // nack with multiple settles every delivery up to the tag; the absolute
