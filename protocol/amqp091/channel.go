@@ -93,6 +93,7 @@ func (ch *channel) release() {
 		ch.c.srv.releaseExclusive(cs)
 		_ = cs.sess.Close()
 		ch.c.consumers.Add(-1)
+		ch.c.srv.consumerGone(cs.dest)
 	}
 	clear(ch.consumers)
 	for _, cs := range ch.closedConsumers {

@@ -321,6 +321,7 @@ func (ch *channel) dropConsumer(tag string, cs *consumer) {
 	cs.cancelled.Store(true)
 	ch.c.srv.releaseExclusive(cs)
 	_ = cs.cons.Close()
+	defer ch.c.srv.consumerGone(cs.dest)
 	if cs.noAck {
 		ch.c.flushWrites()
 		_ = cs.sess.Close()
