@@ -283,3 +283,36 @@ func TestExclusiveConsumer(t *testing.T) {
 		t.Fatalf("exclusive consumer beside another: %v, want 403", err)
 	}
 }
+
+// Applications written for RabbitMQ's delayed-message plugin declare an
+// x-delayed-message exchange and publish with x-delay.
+func TestDelayedMessageExchange(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if err := ch.ExchangeDeclare("later", "x-delayed-message", true, false, false, false, amqp.Table{"x-delayed-type": "direct"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("jobs", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("jobs", "run", "later", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	publish(t, ch, "later", "run", amqp.Publishing{Body: []byte("job"), Headers: amqp.Table{"x-delay": int64(300)}})
+	ds, err := ch.Consume("jobs", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := next(t, ds); string(d.Body) != "job" || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("got %q after %s", d.Body, time.Since(start))
+	}
+	if err := ch.ExchangeDeclare("later", "direct", true, false, false, false, nil); amqpCode(err) != 406 {
+		t.Fatalf("redeclare with another type: %v, want 406", err)
+	}
+	ch = channel(t, c)
+	if err := ch.ExchangeDeclare("bad", "x-delayed-message", true, false, false, false, nil); amqpCode(err) != 406 {
+		t.Fatalf("x-delayed-message without x-delayed-type: %v, want 406", err)
+	}
+}
