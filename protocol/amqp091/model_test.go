@@ -489,3 +489,39 @@ func TestAutoDeleteQueue(t *testing.T) {
 		t.Fatal("an auto-delete queue without consumers was deleted")
 	}
 }
+
+// Closing a channel (or its connection) gives its unacknowledged
+// deliveries back: another consumer gets them, flagged redelivered.
+func TestChannelCloseReturnsUnacked(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("back", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		publish(t, ch, "", "back", amqp.Publishing{Body: []byte(fmt.Sprint(i))})
+	}
+	first := channel(t, c)
+	ds, err := first.Consume("back", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		next(t, ds)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := channel(t, dial(t, addr))
+	ods, err := other.Consume("back", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d := next(t, ods)
+		if !d.Redelivered || string(d.Body) != fmt.Sprint(i) {
+			t.Fatalf("after close: %q redelivered %v", d.Body, d.Redelivered)
+		}
+	}
+}
