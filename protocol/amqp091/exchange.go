@@ -246,7 +246,7 @@ func (x *exchanges) routeLocked(c *conn, e *exchange, key string, headers spec.T
 		// The JMS topic, when it exists: its subscriptions, bridged
 		// bindings among them, take it.
 		t := message.Destination{Kind: message.Topic, Name: key}
-		if info, err := x.eng.DestinationInfo(t); err == nil && info.Subscriptions > 0 {
+		if x.eng.HasSubscriptions(t) {
 			add(t)
 		}
 	}
