@@ -30,6 +30,10 @@ const (
 	// JMSRedeliveryLimit as WebLogic applications carry it.
 	hJMSRedeliveryLimit = "JMSRedeliveryLimit"
 	hBEARedeliveryLimit = "JMS_BEA_RedeliveryLimit"
+	// Sluice's own names of the same (as STOMP has them), accepted too.
+	hSluiceTimeToDeliver   = "sluice-time-to-deliver"
+	hSluiceDeliveryTime    = "sluice-delivery-time"
+	hSluiceRedeliveryLimit = "sluice-redelivery-limit"
 	// The delivery count: JMSXDeliveryCount on every delivery, and
 	// x-delivery-count (the deliveries before this one) on redeliveries,
 	// as RabbitMQ's quorum queues send it.
@@ -46,7 +50,8 @@ const (
 func consumedHeader(name string) bool {
 	switch name {
 	case hXDelay, hScheduledDelay, hDeliveryDelay, hScheduledTime, hDeliveryTimeA, hJMSDelivery,
-		hJMSRedeliveryLimit, hBEARedeliveryLimit, hDeliveryCount, hXDeliveryCount:
+		hJMSRedeliveryLimit, hBEARedeliveryLimit, hDeliveryCount, hXDeliveryCount,
+		hSluiceTimeToDeliver, hSluiceDeliveryTime, hSluiceRedeliveryLimit:
 		return true
 	}
 	return false
@@ -114,17 +119,17 @@ func (c *conn) toMessage(p *spec.BasicProperties, body []byte) (*message.Message
 			return nil, o, refuse(spec.PreconditionFailed, nil, "header %s must be an integer, not %T", name, v)
 		}
 		switch name {
-		case hXDelay, hScheduledDelay, hDeliveryDelay:
+		case hXDelay, hScheduledDelay, hDeliveryDelay, hSluiceTimeToDeliver:
 			if n > 0 {
 				o.Set |= engine.SetTimeToDeliver
 				o.TimeToDeliver = time.Duration(min(n, 1<<40)) * time.Millisecond
 			}
-		case hScheduledTime, hDeliveryTimeA, hJMSDelivery:
+		case hScheduledTime, hDeliveryTimeA, hJMSDelivery, hSluiceDeliveryTime:
 			if n > 0 {
 				o.Set |= engine.SetDeliveryTime
 				o.DeliveryTime = n
 			}
-		case hJMSRedeliveryLimit, hBEARedeliveryLimit:
+		case hJMSRedeliveryLimit, hBEARedeliveryLimit, hSluiceRedeliveryLimit:
 			if n < -1 || n > math.MaxInt32 {
 				return nil, o, refuse(spec.PreconditionFailed, nil, "header %s: %d is not a redelivery limit", name, n)
 			}
