@@ -203,7 +203,6 @@ func (ch *channel) txSelect(m *spec.TxSelect) error {
 			return err
 		}
 		ch.tx = tx
-		ch.c.txns++
 	}
 	ch.c.method(ch.id, &spec.TxSelectOk{})
 	return nil
@@ -220,7 +219,6 @@ func (ch *channel) txCommit(m *spec.TxCommit) error {
 		ch.tx = next
 	} else {
 		ch.tx = nil
-		ch.c.txns--
 		if err == nil {
 			err = berr
 		}
@@ -243,7 +241,6 @@ func (ch *channel) txRollback(m *spec.TxRollback) error {
 	next, err := ch.c.eng.BeginTxn()
 	if err != nil {
 		ch.tx = nil
-		ch.c.txns--
 		return err
 	}
 	ch.tx = next
