@@ -1,6 +1,7 @@
 package amqp091
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -321,16 +322,42 @@ func (c *conn) toProperties(d message.Delivery) (*spec.BasicProperties, []byte) 
 		}
 	case message.BodyBytes:
 		body = m.Body.Data
-	default:
-		// Map and stream bodies (sent over AMQP 1.0) have no 0-9-1 form;
-		// their text rendering shows them.
-		if t, err := m.Body.Text(); err == nil {
-			body = []byte(t)
-		} else {
-			body = []byte(fmt.Sprint(m.Body.Map, m.Body.Stream))
+	case message.BodyMap, message.BodyStream:
+		// Map and stream bodies (sent over AMQP 1.0) have no 0-9-1 form:
+		// they go as a JSON object or array of their values.
+		body = jsonBody(m.Body)
+		if p.Flags&spec.FlagContentType == 0 {
+			p.Flags |= spec.FlagContentType
+			p.ContentType = "application/json"
 		}
 	}
 	return p, body
+}
+
+// jsonBody renders a map body as a JSON object and a stream body as a
+// JSON array (a char as its string, bytes as base64).
+func jsonBody(b message.Body) []byte {
+	var v any
+	if b.Kind == message.BodyMap {
+		obj := make(map[string]any, len(b.Map))
+		for _, f := range b.Map {
+			obj[f.Name], _ = fromValue(f.Value)
+		}
+		v = obj
+	} else {
+		arr := make([]any, 0, len(b.Stream))
+		for _, x := range b.Stream {
+			e, _ := fromValue(x)
+			arr = append(arr, e)
+		}
+		v = arr
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		// NaN and infinities have no JSON form: their strings do.
+		return []byte(fmt.Sprint(v))
+	}
+	return out
 }
 
 // parseReplyTo reads a reply-to: a STOMP-style destination ("/queue/q",
