@@ -245,3 +245,65 @@ func TestMapBodyAsJSON(t *testing.T) {
 		t.Fatalf("got ok %v err %v %q %q", ok, err, d.ContentType, d.Body)
 	}
 }
+
+// amq.topic K is AMQP 1.0's topic K too: a Qpid-JMS-style subscriber gets
+// what 0-9-1 publishes there, and a queue bound to it what AMQP 1.0 sends.
+func TestTopicWithAMQP10(t *testing.T) {
+	a091, _, a10 := allProtocols(t)
+	ch := channel(t, dial(t, a091))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c10, err := goamqp.Dial(ctx, "amqp://"+a10, &goamqp.ConnOptions{SASLType: goamqp.SASLTypeAnonymous()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c10.Close()
+	s10, err := c10.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := s10.NewReceiver(ctx, "topic://prices.y", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, "prices.y", "amq.topic", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "amq.topic", "prices.y", amqp.Publishing{Body: []byte("from 091"), Headers: amqp.Table{"n": int64(7)}})
+	m, err := rcv.Receive(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rcv.AcceptMessage(ctx, m)
+	if string(m.GetData()) != "from 091" || m.ApplicationProperties["n"] != int64(7) {
+		t.Fatalf("AMQP 1.0 subscriber got %q %v", m.GetData(), m.ApplicationProperties)
+	}
+	snd, err := s10.NewSender(ctx, "topic://prices.y", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Send(ctx, goamqp.NewMessage([]byte("from 1.0")), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 500 {
+		d, ok, err := ch.Get(q.Name, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, string(d.Body))
+		}
+		if len(got) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !equal(got, []string{"from 091", "from 1.0"}) {
+		t.Fatalf("bound queue got %v", got)
+	}
+}
