@@ -1,26 +1,24 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
+	"github.com/sluicemq/sluice/internal/amqp1client"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 )
 
-// rawConn is a transacted AMQP 1.0 connection: a small client speaking
-// frames through Sluice's own codec (protocol/amqp/types and
-// protocol/amqp/frames), for what go-amqp v1.7.0 cannot say — local
-// transactions. It opens one session (channel 0) and attaches a
-// coordinator link (target coordinator, capability amqp:local-transactions)
-// on the first Begin; a transaction is declared with an amqp-value Declare
-// (the Declared disposition carries the txn-id), transfers and
+// rawConn is a transacted AMQP 1.0 connection: a small client on
+// internal/amqp1client (frames through Sluice's own codec), for what
+// go-amqp v1.7.0 cannot say — local transactions. It opens one session
+// (channel 0) and attaches a coordinator link (target coordinator,
+// capability amqp:local-transactions) on the first Begin; a transaction
+// is declared with an amqp-value Declare (the Declared disposition
+// carries the txn-id), transfers and
 // acknowledgements in it carry transactional-state with the txn-id, and a
 // Discharge (fail=false commits, fail=true rolls back) ends it. Messages
 // map as the go-amqp driver maps them (amqpDriver).
@@ -31,13 +29,10 @@ import (
 // side's transfers). Every wait is bounded by its context.
 type rawConn struct {
 	d       *amqpDriver
-	nc      net.Conn
+	conn    *amqp1client.Conn
 	in      chan frames.Frame
 	done    chan struct{}
 	readErr error // set by the reader before it closes in
-
-	wmu sync.Mutex
-	w   *frames.Writer
 
 	mu           sync.Mutex
 	err          error // the connection failed or the broker closed it
@@ -62,11 +57,12 @@ type rawLink struct {
 	detached bool
 	err      *types.Error
 	reply    *types.Attach
-	// credit is what this side may still send (sender) or has granted
-	// (receiver); count is the link's delivery-count.
-	credit, count, window uint32
-	queue                 []rawDelivery
-	partial               *rawDelivery
+	// A sender's credit is what this side may still send; count is its
+	// delivery-count.
+	credit, count uint32
+	recv          amqp1client.Credit    // a receiver's credit
+	asm           amqp1client.Assembler // a receiver's multi-frame deliveries
+	queue         []rawDelivery
 }
 
 type rawDelivery struct {
@@ -81,119 +77,36 @@ const rawIdle = 2 * time.Minute
 // dialRaw opens a transacted connection with the given container-id (the
 // JMS client ID when there is one).
 func (d *amqpDriver) dialRaw(ctx context.Context, container string) (*rawConn, error) {
-	var dialer net.Dialer
-	nc, err := dialer.DialContext(ctx, "tcp", d.addr)
+	conn, err := amqp1client.Dial(ctx, amqp1client.Config{Addr: d.addr, ContainerID: container,
+		Hostname: "localhost", Window: rawWindow, ReadIdle: rawIdle})
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, fmt.Errorf("open: %w", rawRefused(err))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = nc.SetDeadline(deadline)
-	c := &rawConn{d: d, nc: nc, in: make(chan frames.Frame, 256), done: make(chan struct{}),
-		w: frames.NewWriter(nc, types.SpecMinMaxFrameSize), links: map[string]*rawLink{}, byRemote: map[uint32]*rawLink{},
+	c := &rawConn{d: d, conn: conn, in: make(chan frames.Frame, 256), done: make(chan struct{}),
+		links: map[string]*rawLink{}, byRemote: map[uint32]*rawLink{},
 		senders: map[string]*rawLink{}, outcomes: map[uint32]types.DeliveryState{}}
-	r := frames.NewReader(bufio.NewReader(nc), 1<<20)
-	idle, err := c.handshake(r, container)
-	if err != nil {
-		_ = nc.Close()
-		return nil, err
-	}
-	_ = nc.SetDeadline(time.Time{})
-	go c.read(r)
-	if idle > 0 {
-		go c.heartbeat(idle / 2)
-	}
+	go c.read()
 	return c, nil
 }
 
-// handshake does SASL ANONYMOUS, open and begin; it returns the broker's
-// idle time-out.
-func (c *rawConn) handshake(r *frames.Reader, container string) (time.Duration, error) {
-	if err := c.w.WriteProtocolHeader(frames.NewProtocolHeader(frames.ProtocolSASL)); err != nil {
-		return 0, fmt.Errorf("open: %w", err)
+// rawRefused turns the client's refusal into the suite's RefusedError.
+func rawRefused(err error) error {
+	var r *amqp1client.RefusedError
+	if errors.As(err, &r) {
+		return &RefusedError{Op: r.Op, Reason: r.Reason}
 	}
-	h, err := r.ReadProtocolHeader()
-	if err != nil {
-		return 0, fmt.Errorf("open: protocol header: %w", err)
-	}
-	if h.ID != frames.ProtocolSASL {
-		return 0, fmt.Errorf("open: the broker answered the SASL header with %s", h)
-	}
-	for sasl := false; !sasl; {
-		f, err := r.ReadFrame()
-		if err != nil {
-			return 0, fmt.Errorf("open: SASL: %w", err)
-		}
-		switch b := f.Body.(type) {
-		case *types.SASLMechanisms:
-			init := &types.SASLInit{Mechanism: "ANONYMOUS", Hostname: "localhost"}
-			if err := c.w.WriteFrame(frames.Frame{Type: frames.TypeSASL, Body: init}); err != nil {
-				return 0, fmt.Errorf("open: SASL: %w", err)
-			}
-		case *types.SASLOutcome:
-			if b.Code != types.SASLCodeOK {
-				return 0, &RefusedError{Op: "open", Reason: fmt.Sprintf("SASL ANONYMOUS: outcome %v", b.Code)}
-			}
-			sasl = true
-		}
-	}
-	if err := c.w.WriteProtocolHeader(frames.NewProtocolHeader(frames.ProtocolAMQP)); err != nil {
-		return 0, fmt.Errorf("open: %w", err)
-	}
-	o := types.NewOpen()
-	o.ContainerID, o.Hostname, o.MaxFrameSize = container, "localhost", 1<<20
-	b := types.NewBegin()
-	b.IncomingWindow, b.OutgoingWindow = rawWindow, rawWindow
-	for _, p := range []types.Performative{o, b} {
-		if err := c.w.WriteFrame(frames.Frame{Type: frames.TypeAMQP, Body: p}); err != nil {
-			return 0, fmt.Errorf("open: %w", err)
-		}
-	}
-	if _, err := r.ReadProtocolHeader(); err != nil {
-		return 0, fmt.Errorf("open: protocol header: %w", err)
-	}
-	var idle time.Duration
-	for {
-		f, err := r.ReadFrame()
-		if err != nil {
-			return 0, fmt.Errorf("open: %w", err)
-		}
-		switch b := f.Body.(type) {
-		case *types.Open:
-			c.w.SetMaxFrameSize(b.MaxFrameSize)
-			if t, ok := b.IdleTimeOut.Get(); ok {
-				idle = time.Duration(t) * time.Millisecond
-			}
-		case *types.Close:
-			return 0, &RefusedError{Op: "open", Reason: "the broker answered open with close: " + errText(b.Error)}
-		case *types.End:
-			return 0, &RefusedError{Op: "begin session", Reason: errText(b.Error)}
-		case *types.Begin:
-			c.nextIncoming = uint32(b.NextOutgoingID)
-			return idle, nil
-		}
-	}
+	return err
 }
 
 // rawWindow is the session window this side announces, again with every
 // flow.
 const rawWindow = 5000
 
-func errText(e *types.Error) string {
-	if e == nil {
-		return "no error condition"
-	}
-	return string(e.Condition) + ": " + e.Description
-}
-
 // read hands frames to in until the connection ends.
-func (c *rawConn) read(r *frames.Reader) {
+func (c *rawConn) read() {
 	defer close(c.in)
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(rawIdle))
-		f, err := r.ReadFrame()
+		f, err := c.conn.ReadFrame()
 		if err != nil {
 			c.readErr = err
 			return
@@ -206,29 +119,8 @@ func (c *rawConn) read(r *frames.Reader) {
 	}
 }
 
-// heartbeat sends an empty frame every interval, for the broker's idle
-// time-out.
-func (c *rawConn) heartbeat(every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-t.C:
-			c.wmu.Lock()
-			_ = c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_ = c.w.WriteEmptyFrame()
-			c.wmu.Unlock()
-		}
-	}
-}
-
 func (c *rawConn) write(p types.Performative, payload []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	return c.w.WriteFrame(frames.Frame{Type: frames.TypeAMQP, Body: p, Payload: payload})
+	return c.conn.Queue(p, payload)
 }
 
 // await takes frames until cond holds. mu is held.
@@ -260,30 +152,26 @@ func (c *rawConn) handle(f frames.Frame) {
 		if l == nil {
 			return
 		}
-		if l.partial == nil {
-			l.partial = &rawDelivery{id: uint32(b.DeliveryID.Value)}
-		}
-		l.partial.payload = append(l.partial.payload, f.Payload...)
-		if b.More {
+		d, ended, err := l.asm.Add(b, f.Payload)
+		if err != nil {
+			c.err = fmt.Errorf("receive: %w", err)
 			return
 		}
-		if !b.Aborted {
-			l.queue = append(l.queue, *l.partial)
+		if !ended {
+			return
 		}
-		l.partial = nil
-		l.count++
-		if l.credit > 0 {
-			l.credit--
+		if !d.Aborted {
+			l.queue = append(l.queue, rawDelivery{id: d.ID, payload: append([]byte(nil), d.Payload...)})
 		}
-		if l.credit <= l.window/2 {
-			_ = c.flow(l, l.window)
+		if l.recv.Delivered() {
+			_ = c.flow(l)
 		}
 	case *types.Disposition:
 		if b.Role != types.RoleReceiver {
 			return
 		}
-		last := uint32(b.Last.Or(b.First))
-		for id := uint32(b.First); ; id++ {
+		first, last := amqp1client.Span(b)
+		for id := first; ; id++ {
 			c.outcomes[id] = b.State
 			if id == last {
 				break
@@ -295,7 +183,7 @@ func (c *rawConn) handle(f frames.Frame) {
 			return
 		}
 		if l := c.byRemote[uint32(h)]; l != nil && l.role == types.RoleSender {
-			l.credit = uint32(b.DeliveryCount.Or(0)) + b.LinkCredit.Or(0) - l.count
+			l.credit = amqp1client.SenderCredit(b, l.count)
 		}
 	case *types.Attach:
 		if l := c.links[b.Name]; l != nil {
@@ -310,23 +198,16 @@ func (c *rawConn) handle(f frames.Frame) {
 				delete(c.links, l.name)
 			}
 		}
-	case *types.End:
-		c.err = &RefusedError{Op: "session", Reason: "the broker ended the session: " + errText(b.Error)}
-	case *types.Close:
-		c.err = &RefusedError{Op: "connection", Reason: "the broker closed the connection: " + errText(b.Error)}
+	case *types.End, *types.Close:
+		c.err = rawRefused(amqp1client.FrameErr(f))
 	}
 }
 
-// flow grants a receiver link credit (and announces the session window).
-func (c *rawConn) flow(l *rawLink, credit uint32) error {
-	l.credit = credit
+// flow grants a receiver link its window of credit again (and announces
+// the session window).
+func (c *rawConn) flow(l *rawLink) error {
 	fl := types.NewFlow()
-	fl.NextIncomingID = types.Some(types.TransferNumber(c.nextIncoming))
-	fl.IncomingWindow, fl.OutgoingWindow = rawWindow, rawWindow
-	fl.NextOutgoingID = types.TransferNumber(c.nextOut)
-	fl.Handle = types.Some(types.Handle(l.handle))
-	fl.DeliveryCount = types.Some(types.SequenceNo(l.count))
-	fl.LinkCredit = types.Some(credit)
+	l.recv.Grant(fl, l.handle, c.nextIncoming, c.nextOut, rawWindow)
 	return c.write(fl, nil)
 }
 
@@ -345,15 +226,13 @@ func (c *rawConn) attach(ctx context.Context, a *types.Attach, what string) (*ra
 	if err := c.await(ctx, func() bool { return l.attached || l.detached }); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	refused := l.reply == nil || (a.Role == types.RoleSender && l.reply.Target == nil) ||
-		(a.Role == types.RoleReceiver && l.reply.Source == nil)
-	if refused {
+	if amqp1client.AttachRefused(a, l.reply) {
 		if err := c.await(ctx, func() bool { return l.detached }); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	if l.detached {
-		return nil, &RefusedError{Op: what, Reason: errText(l.err)}
+		return nil, &RefusedError{Op: what, Reason: amqp1client.ErrText(l.err)}
 	}
 	return l, nil
 }
@@ -365,13 +244,12 @@ func (c *rawConn) transfer(ctx context.Context, l *rawLink, payload []byte, stat
 		return nil, err
 	}
 	if l.detached {
-		return nil, &RefusedError{Op: "transfer", Reason: "link detached: " + errText(l.err)}
+		return nil, &RefusedError{Op: "transfer", Reason: "link detached: " + amqp1client.ErrText(l.err)}
 	}
 	id := c.nextOut
 	c.nextOut++
-	tag := binary.BigEndian.AppendUint32(nil, id)
 	t := &types.Transfer{Handle: types.Handle(l.handle), DeliveryID: types.Some(types.DeliveryNumber(id)),
-		DeliveryTag: tag, MessageFormat: types.Some(types.MessageFormat(0)), State: state}
+		DeliveryTag: amqp1client.Tag(nil, id), MessageFormat: types.Some(types.MessageFormat(0)), State: state}
 	if err := c.write(t, payload); err != nil {
 		return nil, err
 	}
@@ -385,7 +263,7 @@ func (c *rawConn) transfer(ctx context.Context, l *rawLink, payload []byte, stat
 	})
 	delete(c.outcomes, id)
 	if err == nil && st == nil && l.detached {
-		err = &RefusedError{Op: "transfer", Reason: "link detached: " + errText(l.err)}
+		err = &RefusedError{Op: "transfer", Reason: "link detached: " + amqp1client.ErrText(l.err)}
 	}
 	return st, err
 }
@@ -403,7 +281,7 @@ func outcomeErr(op string, st types.DeliveryState) error {
 	case *types.Accepted, nil:
 		return nil
 	case *types.Rejected:
-		return &RefusedError{Op: op, Reason: "rejected: " + errText(s.Error)}
+		return &RefusedError{Op: op, Reason: "rejected: " + amqp1client.ErrText(s.Error)}
 	}
 	return &RefusedError{Op: op, Reason: fmt.Sprintf("outcome %T", o)}
 }
@@ -416,7 +294,7 @@ func (c *rawConn) sender(ctx context.Context, d Dest) (*rawLink, error) {
 	}
 	tgt := types.NewTarget()
 	tgt.Address = addr
-	tgt.Capabilities = symbols(amqpCaps(d.Kind))
+	tgt.Capabilities = amqp1client.Symbols(amqpCaps(d.Kind))
 	a := types.NewAttach()
 	a.Role, a.Source, a.Target = types.RoleSender, types.NewSource(), tgt
 	a.SndSettleMode = types.SenderSettleModeUnsettled
@@ -427,14 +305,6 @@ func (c *rawConn) sender(ctx context.Context, d Dest) (*rawLink, error) {
 	}
 	c.senders[key] = l
 	return l, nil
-}
-
-func symbols(ss []string) []types.Symbol {
-	out := make([]types.Symbol, len(ss))
-	for i, s := range ss {
-		out[i] = types.Symbol(s)
-	}
-	return out
 }
 
 // rawTxn returns the transaction of this connection that tx is.
@@ -600,7 +470,7 @@ func (c *rawConn) Subscribe(ctx context.Context, d Dest, o SubOptions) (Sub, err
 	addr := amqpAddr(d)
 	src := types.NewSource()
 	src.Address = addr
-	src.Capabilities = symbols(amqpCaps(d.Kind))
+	src.Capabilities = amqp1client.Symbols(amqpCaps(d.Kind))
 	if o.Selector != "" {
 		src.Filter = types.FilterSet{{Key: types.Symbol("jms-selector"),
 			Value: types.Described{Descriptor: uint64(selectorFilterCode), Value: o.Selector}}}
@@ -612,11 +482,11 @@ func (c *rawConn) Subscribe(ctx context.Context, d Dest, o SubOptions) (Sub, err
 	if err != nil {
 		return nil, err
 	}
-	l.window = uint32(o.Prefetch)
+	l.recv.Window = uint32(o.Prefetch)
 	if o.Prefetch <= 0 {
-		l.window = 100
+		l.recv.Window = 100
 	}
-	if err := c.flow(l, l.window); err != nil {
+	if err := c.flow(l); err != nil {
 		return nil, fmt.Errorf("flow: %w", err)
 	}
 	return &rawSub{c: c, l: l, ack: o.Ack}, nil
@@ -678,7 +548,7 @@ func (c *rawConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		defer close(c.done)
-		defer func() { _ = c.nc.Close() }()
+		defer c.conn.Close()
 		if c.err != nil {
 			return
 		}
@@ -750,7 +620,7 @@ func (s *rawSub) Receive(ctx context.Context, timeout time.Duration) (*Received,
 		return nil, fmt.Errorf("receive: %w", err)
 	}
 	if len(s.l.queue) == 0 {
-		return nil, &RefusedError{Op: "receive", Reason: "link detached: " + errText(s.l.err)}
+		return nil, &RefusedError{Op: "receive", Reason: "link detached: " + amqp1client.ErrText(s.l.err)}
 	}
 	d := s.l.queue[0]
 	s.l.queue = s.l.queue[1:]

@@ -985,17 +985,17 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 	}
 	var ops []store.Op
 	for _, q := range qs {
-		refs, paged := q.drainAll(true)
+		refs, paged := q.drainAllIO()
+		// Messages kept only in the store (paged, or scheduled and paged
+		// out) go now, before the bucket that names them.
 		b.deletePagedMessages(ctx, q.bucket, paged)
 		ops = b.storeOpsForRemove(refs, ops)
-		// Scheduled messages kept in the store go now, not when they
-		// would have been due (a restart before then would orphan them).
-		ops = q.pagedRemoveOps(b.pager.removeOf(q), ops)
 		for _, c := range q.consumerList() {
 			_ = c.close(reason)
 		}
 		if q.bucket != "" {
-			ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: q.bucket})
+			ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: q.bucket},
+				store.Op{Kind: store.DeleteBucket, Bucket: schedBucket(q.bucket)})
 		}
 	}
 	for _, s := range subs {

@@ -82,6 +82,10 @@ type pages struct {
 	// searches are the consumers with selectors that found nothing in
 	// memory and want the paged records searched.
 	searches map[*Consumer]struct{}
+	// sched is the scheduled messages paged out to the time index
+	// (pager.go); their ref records are flagged and every reader of the
+	// bucket's records here skips them.
+	sched schedPages
 }
 
 // pageLane is one priority's paged records: those of the bucket with that
@@ -351,7 +355,7 @@ func (q *queue) readPaged(job pageJob) (recs []refRecord, msgs []*message.Messag
 		}
 		n++
 		last = rr.seq
-		if rr.legacy || int(rr.prio) != job.lane {
+		if rr.legacy || rr.indexed || int(rr.prio) != job.lane {
 			return nil
 		}
 		recs = append(recs, rr)
@@ -557,8 +561,8 @@ func (c *Consumer) matches(m *message.Message, count int32) bool {
 
 // pagedInfoLocked adds what q has paged to into; under q.mu.
 func (q *queue) pagedInfoLocked(into *DestinationInfo) {
-	into.Paged += q.pg.n
-	into.PagedBytes += q.pg.bytes
+	into.Paged += q.pg.n + q.pg.sched.n
+	into.PagedBytes += q.pg.bytes + q.pg.sched.bytes
 }
 
 // transientRef is a paged message read back for browsing or an administrator:
@@ -601,7 +605,7 @@ func (q *queue) eachPaged(fn func(lane int, recs []refRecord, msgs []*message.Me
 					return err
 				}
 				last = rr.seq
-				if _, in := skip[rr.seq]; !in && !rr.legacy && int(rr.prio) == p && rr.seq <= l.tail {
+				if _, in := skip[rr.seq]; !in && !rr.legacy && !rr.indexed && int(rr.prio) == p && rr.seq <= l.tail {
 					recs = append(recs, rr)
 				}
 				return nil
@@ -647,7 +651,7 @@ func (q *queue) pagedWaiting(match func(*ref) bool) (byLane [10][]*ref, err erro
 }
 
 // takePaged removes paged messages that match (all, with a nil match)
-// from q, chunk by chunk, handing each chunk's refs to fn, which removes
+// from q, ready ones then scheduled ones (takeIndexed), chunk by chunk, handing each chunk's refs to fn, which removes
 // them from the store and reports whether it did; a chunk fn fails stays
 // paged, and ends the walk with fn's error. It returns how many were
 // removed. Removed refs are counted out of q's count and size.
@@ -711,18 +715,28 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 		}
 		return true, nil
 	})
-	return removed, err
+	if err != nil {
+		return removed, err
+	}
+	// Then the scheduled messages paged out to the time index.
+	n, err := q.takeIndexed(match, fn)
+	return removed + n, err
 }
 
 // dropPagesLocked forgets every paged message of a queue being deleted and
 // returns what the deletion must remove from the store besides the
 // bucket; under q.mu.
 func (q *queue) dropPagesLocked() droppedPages {
-	d := droppedPages{lanes: q.pg.lanes, shared: q.pg.shared}
+	d := droppedPages{lanes: q.pg.lanes, shared: q.pg.shared, sched: q.pg.sched}
 	q.count -= q.pg.n
 	q.bytes -= q.pg.bytes
 	q.pg.lanes = [10]pageLane{}
 	q.pg.n, q.pg.bytes, q.pg.shared = 0, 0, nil
+	// Paged-out scheduled messages are counted as scheduled too.
+	q.count -= q.pg.sched.n
+	q.bytes -= q.pg.sched.bytes
+	q.scheduled -= int(q.pg.sched.n)
+	q.pg.sched = schedPages{}
 	q.pg.epoch++
 	return d
 }
@@ -731,6 +745,7 @@ func (q *queue) dropPagesLocked() droppedPages {
 type droppedPages struct {
 	lanes  [10]pageLane
 	shared map[uint64]*stored
+	sched  schedPages
 }
 
 // any reports whether anything was paged.
@@ -740,7 +755,7 @@ func (d droppedPages) any() bool {
 			return true
 		}
 	}
-	return false
+	return d.sched.n > 0
 }
 
 // deletePagedMessages removes from the store the messages of a deleted
@@ -765,11 +780,17 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 		if rr.legacy {
 			return nil
 		}
-		if !d.lanes[rr.prio].isPaged(rr.seq) {
-			return nil
-		}
-		if rec, ok := d.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
-			return nil
+		if rr.indexed {
+			if rec, ok := d.sched.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
+				return nil
+			}
+		} else {
+			if !d.lanes[rr.prio].isPaged(rr.seq) {
+				return nil
+			}
+			if rec, ok := d.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
+				return nil
+			}
 		}
 		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
 		return nil
@@ -825,6 +846,18 @@ func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored, minE
 	return n
 }
 
+// installScheduled gives a recovered queue its paged-out scheduled
+// messages, counted as held and scheduled; before its in-memory messages
+// are added.
+func (q *queue) installScheduled(sp schedPages) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pg.sched = sp
+	q.count += sp.n
+	q.bytes += sp.bytes
+	q.scheduled += int(sp.n)
+}
+
 // expirePaged removes the paged messages of q that have expired by now,
 // as the expiry scan does for those in memory, reading only the store's
 // ref records (which carry each message's expiration) and, of the
@@ -860,7 +893,7 @@ func (q *queue) expirePaged(now int64) {
 	}
 	err := walkRefRecords(q.b.store, q.bucket, from, func(rr refRecord) error {
 		l := &lanes[rr.prio]
-		if rr.legacy || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
+		if rr.legacy || rr.indexed || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
 			return nil
 		}
 		if _, in := skips[rr.prio][rr.seq]; in {
@@ -1007,7 +1040,7 @@ func (s *browseSource) read() {
 		}
 		n++
 		last = rr.seq
-		if _, in := l.skip[rr.seq]; !in && !rr.legacy && int(rr.prio) == s.lane && rr.seq <= l.tail {
+		if _, in := l.skip[rr.seq]; !in && !rr.legacy && !rr.indexed && int(rr.prio) == s.lane && rr.seq <= l.tail {
 			recs = append(recs, rr)
 		}
 		return nil
@@ -1036,13 +1069,13 @@ func (s *browseSource) read() {
 func (q *queue) pagedCount() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.pg.n
+	return q.pg.n + q.pg.sched.n
 }
 
 // eachWaiting calls fn with q's waiting messages that match, in the order
 // of waiting (ready ones, paged ones included, by priority then arrival;
-// then scheduled ones by time), reading paged ones from the store as it
-// goes; an error from fn stops it.
+// then scheduled ones by time: those in memory, then those paged out),
+// reading paged ones from the store as it goes; an error from fn stops it.
 func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) error {
 	src := q.browse(match)
 	for {
@@ -1073,6 +1106,28 @@ func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) 
 		if err := fn(e); err != nil {
 			return err
 		}
+	}
+	// Then the scheduled messages paged out to the time index, in due
+	// order, a chunk at a time.
+	var fnErr error
+	err := q.eachIndexed(func(refs []*ref) (bool, error) {
+		for _, r := range refs {
+			if match != nil && !match(r) {
+				continue
+			}
+			e := MessageEntry{Delivery: message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0},
+				Scheduled: true, DeliverAt: r.deliverAt}
+			if fnErr = fn(e); fnErr != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("read the paged scheduled messages of %s: %w", q.dest, err)
 	}
 	return nil
 }

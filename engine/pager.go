@@ -1,12 +1,42 @@
 package engine
 
+// Paging of scheduled messages: a persistent message due far ahead lives
+// in the store only, like the paged ready messages of page.go, and is read
+// back shortly before it is due.
+//
+// Each queue or durable subscription with a store bucket has a time index
+// beside it (bucket schedBucket(bucket)): one key per paged-out scheduled
+// message, its due time then its sequence number, whose value is a copy of
+// its ref record. The ref record itself carries the flag refIndexed. Index
+// entry and flag are written together and removed together, so a flagged
+// ref record is one the index holds and no reader of the queue's records
+// takes it for a paged ready message. What stays in memory does not grow
+// with the messages: per queue, their count and size, the store identities
+// of the few that other subscriptions share, and (in the pager) the
+// earliest due time.
+//
+// The pager is one goroutine for the broker. It writes the index for the
+// scheduled refs that schedule hands it (they stay in the scheduler until
+// the write is durable, then leave memory), and, a lookahead before a
+// queue's earliest indexed message is due, reads the index from its start,
+// loads those due, clears their flag and index entry, and hands them to
+// the scheduler.
+//
+// Lock order: the pager takes pages.io (page.go) for each queue it writes
+// or reads, then queue.mu; pager.mu is taken alone. Deleting a queue takes
+// pages.io around forgetting its messages, so that no index write lands
+// after the deletion's.
+
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
-	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/store"
 )
 
 // Defaults of Config.PageScheduledAfter and Config.PageLookahead.
@@ -15,31 +45,52 @@ const (
 	DefaultPageLookahead      = 2 * time.Second
 )
 
-// pagedRef is a scheduled persistent message kept only in the store until
-// shortly before it is due. It is the whole in-memory cost of such a
-// message: a million of them take 48 MB, whatever their bodies weigh.
-type pagedRef struct {
-	at    int64
-	seq   uint64
-	q     *queue
-	rec   *stored // the shared store identity when other refs hold the message too
-	count int32
-	size  int32
-	gen   uint32
+// pageInBatch bounds the messages of one index write or read.
+const pageInBatch = 4096
+
+// prefixSched names the time index bucket of a queue's bucket.
+const prefixSched = "t:"
+
+func schedBucket(bucket string) string { return prefixSched + bucket }
+
+// schedKey is a time index key: due time (ms), then sequence number, both
+// big-endian, so that the index is walked in due order.
+func schedKey(at int64, seq uint64) []byte {
+	var k [16]byte
+	binary.BigEndian.PutUint64(k[:8], uint64(max(at, 0)))
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k[:]
 }
 
-// pager holds paged-out scheduled messages in a min-heap by due time and
-// loads them back from the store, in batches, a lookahead before they are
-// due, handing them to the scheduler. Loading runs on its own goroutine so
-// that a slow store read never delays the scheduler's timer.
-type pager struct {
-	b     *Broker
-	mu    sync.Mutex
-	heap  timeHeap[pagedRef]
-	wake  chan struct{}
-	after int64 // ms: refs due further away than this are paged out
-	ahead int64 // ms: refs due within this are loaded
+// schedPages is what a queue knows of its paged-out scheduled messages;
+// guarded by queue.mu.
+type schedPages struct {
+	n      int64
+	bytes  int64
+	shared map[uint64]*stored // store identities of those other queues hold too
 }
+
+// pager writes and reads the time indexes (see above).
+type pager struct {
+	b    *Broker
+	mu   sync.Mutex
+	due  timeHeap[queueDue]
+	next map[*queue]int64 // each queue's earliest indexed due time, while it has one; the heap entry that matches it is live
+	todo []*ref           // scheduled refs to page out
+	wake chan struct{}
+	// after: refs due further away than this (ms) are paged out; ahead:
+	// indexed messages due within this are loaded. after < 0: no paging.
+	after int64
+	ahead int64
+}
+
+// queueDue is a pager heap entry: q has an indexed message due at at.
+type queueDue struct {
+	at int64
+	q  *queue
+}
+
+func (e queueDue) dueAt() int64 { return e.at }
 
 func newPager(b *Broker, after, ahead time.Duration) *pager {
 	if after == 0 {
@@ -51,18 +102,21 @@ func newPager(b *Broker, after, ahead time.Duration) *pager {
 	if after > 0 && after < 2*ahead {
 		after = 2 * ahead
 	}
-	return &pager{b: b, wake: make(chan struct{}, 1), after: after.Milliseconds(), ahead: ahead.Milliseconds()}
+	return &pager{b: b, wake: make(chan struct{}, 1), next: map[*queue]int64{}, after: after.Milliseconds(), ahead: ahead.Milliseconds()}
 }
 
-// schedule hands scheduled refs to the scheduler, or pages out those due
-// far enough ahead.
+// schedule hands scheduled refs to the scheduler, and those due far enough
+// ahead to the pager too.
 func (b *Broker) schedule(refs []*ref, now int64) {
+	var far []*ref
 	for _, r := range refs {
-		if b.pager.wants(r, now) {
-			b.pager.pageOut(r)
-			continue
-		}
 		b.sched.add(r.deliverAt, r)
+		if b.pager.wants(r, now) {
+			far = append(far, r)
+		}
+	}
+	if len(far) > 0 {
+		b.pager.pageOut(far)
 	}
 }
 
@@ -71,88 +125,72 @@ func (p *pager) wants(r *ref, now int64) bool {
 	return p.after > 0 && r.rec != nil && r.q.bucket != "" && r.deliverAt-now > p.after
 }
 
-// pageOut replaces r by a paged entry; r must be scheduled and held by
-// nothing else.
-func (p *pager) pageOut(r *ref) {
-	e := pagedRef{at: r.deliverAt, seq: r.seq, q: r.q, count: r.count, size: r.size, gen: r.gen}
-	if r.rec.refs.Load() > 1 {
-		e.rec = r.rec
-	}
-	p.add(e)
+// pageOut queues scheduled refs for the pager to write to the index.
+func (p *pager) pageOut(refs []*ref) {
+	p.mu.Lock()
+	p.todo = append(p.todo, refs...)
+	p.mu.Unlock()
+	p.poke()
 }
 
-func (e pagedRef) dueAt() int64 { return e.at }
+func (p *pager) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
 
-func (p *pager) add(e pagedRef) {
+// note records that q has an indexed message due at at.
+func (p *pager) note(q *queue, at int64) {
 	p.mu.Lock()
-	first := p.heap.push(e)
+	n, ok := p.next[q]
+	first := false
+	if !ok || at < n {
+		p.next[q] = at
+		first = p.due.push(queueDue{at: at, q: q})
+	}
 	p.mu.Unlock()
 	if first {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.poke()
 	}
 }
 
-// len returns the number of paged-out messages.
-func (p *pager) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.heap.len()
-}
-
-// removeOf removes every paged entry of q and returns them.
-func (p *pager) removeOf(q *queue) []pagedRef {
-	var mine []pagedRef
-	p.mu.Lock()
-	p.heap.filter(func(e pagedRef) bool {
-		if e.q == q {
-			mine = append(mine, e)
-			return false
-		}
-		return true
-	})
-	p.mu.Unlock()
-	return mine
-}
-
-// materialize loads every paged message of q back into memory (the
-// scheduler), for management operations that must see them all.
-func (p *pager) materialize(q *queue) {
-	mine := p.removeOf(q)
-	for len(mine) > 0 {
-		n := min(len(mine), pageInBatch)
-		p.load(mine[:n])
-		mine = mine[n:]
-	}
-}
-
-// pageInBatch bounds the messages loaded in one store read.
-const pageInBatch = 4096
-
+// run serves the pager until ctx ends.
 func (p *pager) run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	var batch []pagedRef
 	for {
 		now := p.b.nowMillis()
-		batch = batch[:0]
 		p.mu.Lock()
-		for p.heap.len() > 0 && p.heap.first().at <= now+p.ahead && len(batch) < pageInBatch {
-			batch = append(batch, p.heap.pop())
+		todo := p.todo
+		p.todo = nil
+		var due []*queue
+		for p.due.len() > 0 && p.due.first().at <= now+p.ahead && len(due) < 64 {
+			e := p.due.pop()
+			if n, ok := p.next[e.q]; ok && n == e.at {
+				delete(p.next, e.q)
+				due = append(due, e.q)
+			}
 		}
 		wait := time.Hour
-		if len(batch) == pageInBatch {
-			wait = 0
-		} else if p.heap.len() > 0 {
-			wait = time.Duration(p.heap.first().at-p.ahead-now) * time.Millisecond
+		if p.due.len() > 0 {
+			wait = time.Duration(max(p.due.first().at-p.ahead-now, 0)) * time.Millisecond
 		}
 		p.mu.Unlock()
-		if len(batch) > 0 {
-			p.load(batch)
+		byQueue(todo, func(q *queue, rs []*ref) {
+			for len(rs) > 0 {
+				n := min(len(rs), pageInBatch)
+				q.indexScheduled(ctx, rs[:n])
+				rs = rs[n:]
+			}
+		})
+		clear(todo)
+		for _, q := range due {
+			if next := q.loadScheduled(ctx, now+p.ahead, pageInBatch); next != 0 {
+				p.note(q, next)
+			}
 		}
-		if wait == 0 {
+		if len(todo) > 0 || len(due) > 0 {
 			continue
 		}
 		if !t.Stop() {
@@ -171,47 +209,337 @@ func (p *pager) run(ctx context.Context) {
 	}
 }
 
-// load reads a batch of paged messages from the store and schedules them.
-func (p *pager) load(batch []pagedRef) {
-	b := p.b
-	keys := make([][]byte, len(batch))
-	for i, e := range batch {
-		keys[i] = seqKey(e.seq)
-	}
-	msgs := make([]*message.Message, len(batch))
-	err := b.store.Get(bucketMsgs, keys, func(i int, v []byte) error {
-		m := new(message.Message)
-		if err := m.UnmarshalBinary(v); err != nil {
-			b.log.Error("page in a scheduled message", slog.Uint64("seq", batch[i].seq), slog.Any("err", err))
-			return nil
+// indexScheduled pages out refs of q that are still scheduled and due far
+// enough ahead: it writes their index entries and flags, then drops them
+// from memory (and from the scheduler). A failed write leaves them
+// scheduled in memory.
+func (q *queue) indexScheduled(ctx context.Context, refs []*ref) {
+	b := q.b
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
+	now := b.nowMillis()
+	var ops []store.Op
+	q.mu.Lock()
+	kept := refs[:0]
+	for _, r := range refs {
+		if q.deleted || r.state != refScheduled || r.gen != q.gen || r.rec == nil || !r.rec.durable() ||
+			r.deliverAt-now <= 2*b.pager.ahead {
+			continue
 		}
-		msgs[i] = m
-		return nil
-	})
+		if _, ok := q.undeliverable[r]; ok {
+			continue // waits for a move to the error destination: kept in memory
+		}
+		r.state = refIndexing
+		kept = append(kept, r)
+	}
+	q.mu.Unlock()
+	if len(kept) == 0 {
+		return
+	}
+	sb := schedBucket(q.bucket)
+	for _, r := range kept {
+		v := refValueFlags(r, r.marked, refIndexed)
+		ops = append(ops, store.Op{Kind: store.Put, Bucket: sb, Key: schedKey(r.deliverAt, r.seq), Value: v},
+			store.Op{Kind: store.Put, Bucket: q.bucket, Key: seqKey(r.seq), Value: v})
+	}
+	err := b.updateLinger(ctx, ops, markLinger)
+	gone := make(map[*ref]struct{}, len(kept))
+	next := int64(math.MaxInt64)
+	q.mu.Lock()
+	for _, r := range kept {
+		if r.state != refIndexing {
+			continue
+		}
+		if err != nil {
+			r.state = refScheduled
+			continue
+		}
+		// Only the store holds it now.
+		r.state = refGone
+		gone[r] = struct{}{}
+		sp := &q.pg.sched
+		sp.n++
+		sp.bytes += int64(r.size)
+		if r.rec.shared || r.rec.refs.Load() > 1 {
+			if sp.shared == nil {
+				sp.shared = map[uint64]*stored{}
+			}
+			sp.shared[r.seq] = r.rec
+		}
+		delete(q.pg.lanes[r.msg.Priority].skip, r.seq) // readers skip flagged records
+		next = min(next, r.deliverAt)
+	}
+	q.mu.Unlock()
 	if err != nil {
-		// The store is closing or failing: keep them paged; a restart
-		// recovers them from the store.
-		b.log.Error("page in scheduled messages", slog.Int("messages", len(batch)), slog.Any("err", err))
-		for _, e := range batch {
-			p.add(e)
+		if !errors.Is(err, context.Canceled) {
+			b.log.Error("page out scheduled messages", slog.String("destination", q.dest.String()), slog.Int("messages", len(kept)), slog.Any("err", err))
 		}
 		return
 	}
-	refs := make([]*ref, 0, len(batch))
-	for i, e := range batch {
-		m := msgs[i]
-		if m == nil {
-			b.log.Error("a paged scheduled message is missing from the store", slog.Uint64("seq", e.seq), slog.String("destination", e.q.dest.String()))
-			e.q.forgetPaged(e)
+	b.sched.removeRefs(gone)
+	if len(gone) > 0 {
+		b.pager.note(q, next)
+	}
+}
+
+// loadScheduled reads back up to limit of q's indexed messages due by
+// until, in due order, clears their index entries and flags, and hands
+// them to the scheduler. It returns the due time of the earliest indexed
+// message left, 0 when none is (or the queue is gone). A failed read or
+// write is tried again a second later.
+func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next int64) {
+	b := q.b
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
+	q.mu.Lock()
+	if q.deleted || q.pg.sched.n == 0 {
+		q.mu.Unlock()
+		return 0
+	}
+	gen := q.gen
+	q.mu.Unlock()
+	sb := schedBucket(q.bucket)
+	var recs []refRecord
+	err := b.store.Range(sb, nil, limit+1, func(k, v []byte) error {
+		rr, err := parseSchedEntry(sb, k, v)
+		if err != nil {
+			return err
+		}
+		if rr.at > until || len(recs) == limit {
+			next = max(rr.at, 1)
+			return errRangeDone
+		}
+		recs = append(recs, rr)
+		return nil
+	})
+	retry := func(what string, err error) int64 {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, store.ErrClosed) {
+			b.log.Error(what, slog.String("destination", q.dest.String()), slog.Any("err", err))
+		}
+		return b.nowMillis() + 1000
+	}
+	if err != nil && !errors.Is(err, errRangeDone) {
+		return retry("read the time index of scheduled messages", err)
+	}
+	msgs, err := b.readMessages(recs)
+	if err != nil {
+		return retry("read paged scheduled messages", err)
+	}
+	ops := make([]store.Op, 0, 3*len(recs))
+	refs := make([]*ref, 0, len(recs))
+	q.mu.Lock()
+	for i, rr := range recs {
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: sb, Key: schedKey(rr.at, rr.seq)})
+		if msgs[i] == nil {
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: q.bucket, Key: seqKey(rr.seq)})
+			refs = append(refs, nil)
 			continue
 		}
-		rec := e.rec
+		rec := q.pg.sched.shared[rr.seq]
 		if rec == nil {
-			rec = &stored{key: e.seq}
+			rec = &stored{key: rr.seq, shared: rr.shared}
 			rec.refs.Store(1)
 		}
-		refs = append(refs, &ref{msg: m, rec: rec, seq: e.seq, q: e.q, count: e.count, marked: e.count,
-			deliverAt: e.at, size: e.size, gen: e.gen, state: refScheduled})
+		r := &ref{msg: msgs[i], rec: rec, seq: rr.seq, q: q, count: rr.count, marked: rr.count,
+			deliverAt: rr.at, size: rr.size, gen: gen, state: refScheduled}
+		ops = append(ops, refRecordOp(q.bucket, r, rr.count))
+		refs = append(refs, r)
 	}
-	b.sched.addBatch(refs)
+	q.mu.Unlock()
+	if len(ops) > 0 {
+		if err := b.update(ctx, ops); err != nil {
+			return retry("load paged scheduled messages", err)
+		}
+	}
+	var missing int
+	q.mu.Lock()
+	if q.deleted || q.gen != gen {
+		q.mu.Unlock()
+		return 0
+	}
+	live := refs[:0]
+	for i, r := range refs {
+		rr := recs[i]
+		sp := &q.pg.sched
+		sp.n--
+		sp.bytes -= int64(rr.size)
+		delete(sp.shared, rr.seq)
+		if r == nil {
+			b.log.Error("a paged scheduled message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
+			q.count--
+			q.bytes -= int64(rr.size)
+			q.scheduled--
+			missing++
+			continue
+		}
+		q.inMemoryLocked(r)
+		live = append(live, r)
+	}
+	if missing > 0 {
+		q.quota.freed()
+	}
+	if q.pg.sched.n == 0 {
+		next = 0
+	}
+	q.mu.Unlock()
+	if missing > 0 {
+		q.roomFreed()
+	}
+	b.sched.addBatch(live)
+	return next
+}
+
+// parseSchedEntry decodes a time index entry into the ref record it copies.
+func parseSchedEntry(bucket string, k, v []byte) (refRecord, error) {
+	if len(k) != 16 {
+		return refRecord{}, errors.New("bad time index key in " + bucket)
+	}
+	rr, err := parseRefRecord(bucket, k[8:], v)
+	if err != nil {
+		return refRecord{}, err
+	}
+	rr.at = int64(binary.BigEndian.Uint64(k[:8]))
+	return rr, nil
+}
+
+// eachIndexed calls fn with q's paged-out scheduled messages, in due order
+// and in chunks, read back as transient refs (flagged indexed, so that
+// storeOpsForRemove deletes their index entries too); fn returning false
+// stops. It holds pages.io, so the pager does not move them meanwhile; fn
+// runs without queue.mu.
+func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
+	if q.bucket == "" || q.b.store == nil {
+		return nil
+	}
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
+	q.mu.Lock()
+	n := q.pg.sched.n
+	q.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	sb := schedBucket(q.bucket)
+	var from []byte
+	for {
+		var recs []refRecord
+		err := q.b.store.Range(sb, from, pageScanRecords, func(k, v []byte) error {
+			rr, err := parseSchedEntry(sb, k, v)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, rr)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		msgs, err := q.b.readMessages(recs)
+		if err != nil {
+			return err
+		}
+		refs := make([]*ref, 0, len(recs))
+		for i, rr := range recs {
+			if msgs[i] == nil {
+				continue
+			}
+			r := q.transientRef(rr, msgs[i])
+			r.indexed = true
+			refs = append(refs, r)
+		}
+		if len(refs) > 0 {
+			more, err := fn(refs)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if len(recs) < pageScanRecords {
+			return nil
+		}
+		last := recs[len(recs)-1]
+		from = schedKey(last.at, last.seq+1)
+	}
+}
+
+// takeIndexed removes q's paged-out scheduled messages that match (all,
+// with a nil match), chunk by chunk, handing each chunk's refs to fn,
+// which removes them from the store (storeOpsForRemove) and reports
+// whether it did; a chunk fn fails stays, and ends the walk with fn's
+// error. It returns how many were removed.
+func (q *queue) takeIndexed(match func(*ref) bool, fn func(refs []*ref) error) (int, error) {
+	removed := 0
+	err := q.eachIndexed(func(refs []*ref) (bool, error) {
+		var mine []*ref
+		q.mu.Lock()
+		for _, r := range refs {
+			if match != nil && !match(r) {
+				continue
+			}
+			rec := q.pg.sched.shared[r.seq]
+			if rec == nil {
+				rec = &stored{key: r.seq}
+				rec.refs.Store(1)
+			}
+			r.rec = rec
+			mine = append(mine, r)
+		}
+		q.mu.Unlock()
+		for len(mine) > 0 {
+			n := min(len(mine), AdminBatch)
+			recs := recsOf(mine[:n])
+			if err := fn(mine[:n]); err != nil {
+				for i, r := range mine[:n] {
+					if r.rec == nil && recs[i] != nil {
+						recs[i].refs.Add(1)
+					}
+				}
+				return false, err
+			}
+			q.mu.Lock()
+			sp := &q.pg.sched
+			for _, r := range mine[:n] {
+				delete(sp.shared, r.seq)
+				sp.n--
+				sp.bytes -= int64(r.size)
+				r.state = refGone
+				q.count--
+				q.bytes -= int64(r.size)
+				q.scheduled--
+			}
+			q.quota.freed()
+			q.mu.Unlock()
+			q.roomFreed()
+			removed += n
+			mine = mine[n:]
+		}
+		return true, nil
+	})
+	return removed, err
+}
+
+// indexedWaiting returns q's paged-out scheduled messages that match, as
+// transient refs in due order, for waiting.
+func (q *queue) indexedWaiting(match func(*ref) bool) ([]*ref, error) {
+	var out []*ref
+	err := q.eachIndexed(func(refs []*ref) (bool, error) {
+		for _, r := range refs {
+			if match == nil || match(r) {
+				out = append(out, r)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// pagedScheduled returns how many scheduled messages the broker keeps only
+// in the store.
+func (b *Broker) pagedScheduled() int {
+	n := 0
+	for _, q := range b.allQueues() {
+		q.mu.Lock()
+		n += int(q.pg.sched.n)
+		q.mu.Unlock()
+	}
+	return n
 }

@@ -27,7 +27,9 @@ import (
 //	12     priority
 //	13     flags: refShared when other queues' refs hold the same message;
 //	       refTransient when the message is non-persistent, written only
-//	       to wait in the store behind a backlog (recovery discards it)
+//	       to wait in the store behind a backlog (recovery discards it);
+//	       refIndexed when the message is scheduled and paged out: the
+//	       queue's time index has an entry for it (pager.go)
 //	14:18  the message's size (message.Message.Size), for quotas
 //	18:26  its expiration (ms); 0 = never
 //
@@ -51,6 +53,7 @@ const (
 	legacyRefRecordSize = 12
 	refShared           = 1 << 0
 	refTransient        = 1 << 1
+	refIndexed          = 1 << 2
 )
 
 func queueBucket(name string) string { return prefixQueue + name }
@@ -63,8 +66,12 @@ func seqKey(seq uint64) []byte {
 }
 
 // refValue encodes r's ref record with count delivery attempts.
-func refValue(r *ref, count int32) []byte {
+func refValue(r *ref, count int32) []byte { return refValueFlags(r, count, 0) }
+
+// refValueFlags is refValue with more flags set.
+func refValueFlags(r *ref, count int32, flags byte) []byte {
 	var v [refRecordSize]byte
+	v[13] = flags
 	binary.BigEndian.PutUint32(v[:4], uint32(count))
 	binary.BigEndian.PutUint64(v[4:12], uint64(r.deliverAt))
 	v[12] = r.msg.Priority
@@ -87,6 +94,7 @@ type refRecord struct {
 	prio       uint8
 	shared     bool
 	transient  bool
+	indexed    bool // paged out scheduled: in the queue's time index
 	size       int32
 	expiration int64
 	legacy     bool // 12 bytes: prio, shared, size and expiration unknown
@@ -106,9 +114,30 @@ func parseRefRecord(bucket string, k, v []byte) (refRecord, error) {
 	rr.prio = min(v[12], 9)
 	rr.shared = v[13]&refShared != 0
 	rr.transient = v[13]&refTransient != 0
+	rr.indexed = v[13]&refIndexed != 0
 	rr.size = int32(binary.BigEndian.Uint32(v[14:18]))
 	rr.expiration = int64(binary.BigEndian.Uint64(v[18:26]))
 	return rr, nil
+}
+
+// value encodes rr as a ref record.
+func (rr refRecord) value() []byte {
+	var v [refRecordSize]byte
+	binary.BigEndian.PutUint32(v[:4], uint32(rr.count))
+	binary.BigEndian.PutUint64(v[4:12], uint64(rr.at))
+	v[12] = rr.prio
+	if rr.shared {
+		v[13] |= refShared
+	}
+	if rr.transient {
+		v[13] |= refTransient
+	}
+	if rr.indexed {
+		v[13] |= refIndexed
+	}
+	binary.BigEndian.PutUint32(v[14:18], uint32(rr.size))
+	binary.BigEndian.PutUint64(v[18:26], uint64(rr.expiration))
+	return v[:]
 }
 
 func refRecordOp(bucket string, r *ref, count int32) store.Op {
@@ -177,6 +206,9 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 			continue
 		}
 		ops = append(ops, store.Op{Kind: store.Delete, Bucket: r.q.bucket, Key: seqKey(r.seq)})
+		if r.indexed {
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: schedBucket(r.q.bucket), Key: schedKey(r.deliverAt, r.seq)})
+		}
 		if r.rec.refs.Add(-1) == 0 {
 			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(r.rec.key)})
 		}
@@ -341,8 +373,13 @@ func (b *Broker) recover(ctx context.Context) error {
 		q     *queue
 		name  string
 		load  []refRecord // read the message and put it in memory
-		far   []refRecord // scheduled far ahead: to the pager
 		lanes [10]pageLane
+		// sched counts the scheduled messages paged out to the time index
+		// (flagged records), schedShared those other queues hold too, and
+		// schedNext is the earliest due time among them.
+		sched       schedPages
+		schedShared []uint64
+		schedNext   int64
 		// pagedShared are the paged messages other queues hold too.
 		pagedShared []uint64
 		minExp      int64 // the earliest expiration of a paged message
@@ -355,7 +392,14 @@ func (b *Broker) recover(ctx context.Context) error {
 	var maxSeq uint64
 	var gone []string
 	held := map[uint64]struct{}{} // every seq a ref record names, while few (sweepMax)
+	var index []store.Op          // records put into the time index (see below)
 	for _, name := range names {
+		if base, ok := strings.CutPrefix(name, prefixSched); ok {
+			if queues[base] == nil || (queues[base].sub == nil && older[queues[base].dest]) {
+				stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name}) // its queue is gone
+			}
+			continue
+		}
 		if !strings.HasPrefix(name, prefixQueue) && !strings.HasPrefix(name, prefixSub) {
 			continue
 		}
@@ -398,9 +442,23 @@ func (b *Broker) recover(ctx context.Context) error {
 			switch {
 			case rr.legacy:
 				qr.load = append(qr.load, rr)
-			case b.pager.after > 0 && rr.at-now > b.pager.after:
-				qr.far = append(qr.far, rr)
-				qr.lanes[rr.prio].inMemory(rr.seq)
+			case !rr.indexed && b.pager.after > 0 && rr.at-now > b.pager.after:
+				// Scheduled far ahead but not paged out yet (the broker
+				// stopped first): into the time index now, from the record.
+				rr.indexed = true
+				v := rr.value()
+				index = append(index, store.Op{Kind: store.Put, Bucket: schedBucket(name), Key: schedKey(rr.at, rr.seq), Value: v},
+					store.Op{Kind: store.Put, Bucket: name, Key: seqKey(rr.seq), Value: v})
+				fallthrough
+			case rr.indexed:
+				qr.sched.n++
+				qr.sched.bytes += int64(rr.size)
+				if rr.shared {
+					qr.schedShared = append(qr.schedShared, rr.seq)
+				}
+				if qr.schedNext == 0 || rr.at < qr.schedNext {
+					qr.schedNext = max(rr.at, 1)
+				}
 			case rr.at > now:
 				qr.load = append(qr.load, rr)
 				qr.lanes[rr.prio].inMemory(rr.seq)
@@ -510,14 +568,6 @@ func (b *Broker) recover(ctx context.Context) error {
 			}
 			refs = append(refs, r)
 		}
-		var far []pagedRef
-		for _, rr := range qr.far {
-			e := pagedRef{at: rr.at, seq: rr.seq, q: qr.q, count: rr.count, size: rr.size}
-			if rec := shared[rr.seq]; rec != nil {
-				e.rec = rec
-			}
-			far = append(far, e)
-		}
 		var sharedPaged map[uint64]*stored
 		for _, seq := range qr.pagedShared {
 			if sharedPaged == nil {
@@ -526,10 +576,18 @@ func (b *Broker) recover(ctx context.Context) error {
 			sharedPaged[seq] = shared[seq]
 		}
 		paged += qr.q.installPages(qr.lanes, sharedPaged, qr.minExp)
-		loaded += len(refs) + len(far)
-		if len(far) > 0 {
-			qr.q.addPaged(far)
+		if qr.sched.n > 0 {
+			for _, seq := range qr.schedShared {
+				if qr.sched.shared == nil {
+					qr.sched.shared = make(map[uint64]*stored, len(qr.schedShared))
+				}
+				qr.sched.shared[seq] = shared[seq]
+			}
+			qr.q.installScheduled(qr.sched)
+			b.pager.note(qr.q, qr.schedNext)
+			paged += int(qr.sched.n)
 		}
+		loaded += len(refs)
 		if len(refs) > 0 {
 			qr.q.addAgain(refs)
 		}
@@ -538,6 +596,13 @@ func (b *Broker) recover(ctx context.Context) error {
 		if err := st.Update(ctx, stale); err != nil {
 			return fmt.Errorf("remove stale records: %w", err)
 		}
+	}
+	for len(index) > 0 {
+		n := min(len(index), 2*pageInBatch)
+		if err := st.Update(ctx, index[:n]); err != nil {
+			return fmt.Errorf("page out scheduled messages: %w", err)
+		}
+		index = index[n:]
 	}
 	b.seq.Store(maxSeq)
 	b.log.Info("store recovered", slog.Int("destinations", len(b.dests)), slog.Int("durable_subscriptions", len(b.subs)),

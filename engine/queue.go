@@ -228,36 +228,6 @@ func (q *queue) addAgain(refs []*ref) {
 	q.b.totals.uncountEnqueued(len(refs))
 }
 
-// addPaged accounts for messages recovered straight into the pager.
-func (q *queue) addPaged(entries []pagedRef) {
-	q.mu.Lock()
-	for i := range entries {
-		entries[i].gen = q.gen
-		q.count++
-		q.bytes += int64(entries[i].size)
-		q.scheduled++
-	}
-	q.mu.Unlock()
-	for _, e := range entries {
-		q.b.pager.add(e)
-	}
-}
-
-// forgetPaged drops the accounting of a paged message that is gone.
-func (q *queue) forgetPaged(e pagedRef) {
-	q.mu.Lock()
-	if q.deleted || e.gen != q.gen {
-		q.mu.Unlock()
-		return
-	}
-	q.count--
-	q.bytes -= int64(e.size)
-	q.scheduled--
-	q.quota.freed()
-	q.mu.Unlock()
-	q.roomFreed()
-}
-
 // roomFreed tells the sends waiting for quota on a subscription's topic
 // that messages left (a queue's own waiters wait on q.quota, freed under
 // q.mu). Call it without holding q.mu.
@@ -939,18 +909,15 @@ type waiting struct {
 	count     int32
 }
 
-// scheduledRefs returns the refs of q waiting in the scheduler, loading
-// its paged-out ones first (candidates: their state is checked under
-// q.mu). Call without q.mu.
+// scheduledRefs returns the refs of q waiting in the scheduler
+// (candidates: their state is checked under q.mu); those paged out to the
+// time index are not among them (eachIndexed). Call without q.mu.
 func (q *queue) scheduledRefs() []*ref {
 	q.mu.Lock()
 	n := q.scheduled
 	q.mu.Unlock()
 	if n == 0 {
 		return nil
-	}
-	if q.b.pager.after > 0 {
-		q.b.pager.materialize(q)
 	}
 	return q.b.sched.refsOf(q)
 }
@@ -964,10 +931,28 @@ func (q *queue) waiting(match func(*ref) bool) []waiting {
 	if err != nil {
 		q.b.log.Error("read paged messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
 	}
+	indexed, err := q.indexedWaiting(match)
+	if err != nil {
+		q.b.log.Error("read paged scheduled messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
+	}
 	now := q.b.nowMillis()
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.waitingLocked(now, cands, &paged, match)
+	ws := q.waitingLocked(now, cands, &paged, match)
+	q.mu.Unlock()
+	if len(indexed) == 0 {
+		return ws
+	}
+	first := len(ws)
+	for first > 0 && ws[first-1].scheduled {
+		first--
+	}
+	for _, r := range indexed {
+		ws = append(ws, waiting{r: r, scheduled: true, deliverAt: r.deliverAt, count: r.count})
+	}
+	slices.SortStableFunc(ws[first:], func(a, b waiting) int {
+		return cmp.Or(cmp.Compare(a.deliverAt, b.deliverAt), cmp.Compare(a.r.seq, b.r.seq))
+	})
+	return ws
 }
 
 // waitingLocked is waiting once the scheduled candidates (and paged
@@ -1030,9 +1015,6 @@ type taken struct {
 	// store identities when taken (storeOpsForUndoableRemove drops them).
 	refs []*ref
 	recs []*stored
-	// paged are the paged-out entries taken as they are, without loading
-	// them (only when everything was taken).
-	paged []pagedRef
 	// undeliverable is why those of refs that waited for a move to the
 	// error destination waited (only when everything was taken: their
 	// scheduler entries went with them).
@@ -1040,14 +1022,14 @@ type taken struct {
 }
 
 // len returns how many messages t holds.
-func (t taken) len() int { return len(t.refs) + len(t.paged) }
+func (t taken) len() int { return len(t.refs) }
 
-// split cuts t after its first n refs; the first part keeps the paged
-// entries (and both the reasons of waiting refs, which restore looks up).
+// split cuts t after its first n refs; both parts keep the reasons of
+// waiting refs, which restore looks up.
 func (t taken) split(n int) (first, rest taken) {
 	first, rest = t, t
 	first.refs, first.recs = t.refs[:n], t.recs[:n]
-	rest.refs, rest.recs, rest.paged = t.refs[n:], t.recs[n:], nil
+	rest.refs, rest.recs = t.refs[n:], t.recs[n:]
 	return first, rest
 }
 
@@ -1055,26 +1037,25 @@ func (t taken) split(n int) (first, rest taken) {
 // (see storeOpsForUndoableRemove), so that restore can give it back when
 // they fail.
 func (t taken) removeOps(q *queue, ops []store.Op) []store.Op {
-	ops = q.b.storeOpsForUndoableRemove(t.refs, ops)
-	return q.pagedRemoveOps(t.paged, ops)
+	return q.b.storeOpsForUndoableRemove(t.refs, ops)
 }
 
-// take removes q's waiting messages (ready, or scheduled in memory or
-// paged out to the store) that match from its lists and accounting, in
-// delivery order, marking them gone; messages in flight, or held while
-// their redelivery is recorded, stay. With a nil match it takes every
-// waiting message, expired ones included, and takes paged-out ones without
-// loading them and scheduled ones out of the scheduler; with a match it
-// loads the paged-out ones to match them, and the scheduler skips the refs
-// taken when their time comes. The room they took under the quota is free
-// at once. This is the one remove-with-undo path of a queue: the caller
-// removes what it took from the store, or gives it back with restore.
+// take removes q's waiting messages in memory (ready, or scheduled) that
+// match from its lists and accounting, in delivery order, marking them
+// gone; messages in flight, or held while their redelivery is recorded,
+// stay, and so do those kept only in the store (paged ready ones and
+// paged-out scheduled ones: takePaged takes those, a chunk at a time).
+// With a nil match it takes every waiting message in memory, expired ones
+// included, and scheduled ones out of the scheduler; with a match the
+// scheduler skips the refs taken when their time comes. The room they took
+// under the quota is free at once. This is the one remove-with-undo path
+// of a queue: the caller removes what it took from the store, or gives it
+// back with restore.
 func (q *queue) take(match func(*ref) bool) taken {
 	var t taken
 	var cands []*ref
 	if match == nil {
 		cands = q.b.sched.removeOf(q)
-		t.paged = q.b.pager.removeOf(q)
 	} else {
 		cands = q.scheduledRefs()
 	}
@@ -1130,17 +1111,6 @@ func (q *queue) take(match func(*ref) bool) taken {
 				stale = append(stale, r)
 			}
 		}
-		kept := t.paged[:0]
-		for _, e := range t.paged {
-			if e.gen != q.gen {
-				continue // its queue was deleted: the deletion removed it from the store
-			}
-			kept = append(kept, e)
-			q.scheduled--
-			q.count--
-			q.bytes -= int64(e.size)
-		}
-		t.paged = kept
 	}
 	q.quota.freed()
 	q.mu.Unlock()
@@ -1154,23 +1124,9 @@ func (q *queue) take(match func(*ref) bool) taken {
 	return t
 }
 
-// pagedRemoveOps appends the writes that delete paged entries of q, and
-// their messages when nothing else holds them.
-func (q *queue) pagedRemoveOps(paged []pagedRef, ops []store.Op) []store.Op {
-	for _, e := range paged {
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: q.bucket, Key: seqKey(e.seq)})
-		if e.rec == nil || e.rec.refs.Add(-1) == 0 {
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(e.seq)})
-		}
-	}
-	return ops
-}
-
 // restore gives back to q what take took, once t's removeOps failed (or
 // were never built), in their places: ready refs by arrival, scheduled
-// ones at their time, paged entries to the pager. Paged entries must have
-// had their removeOps built: restore gives back the store references those
-// took.
+// ones at their time.
 func (q *queue) restore(t taken) {
 	for i, r := range t.refs {
 		if rec := t.recs[i]; rec != nil && r.rec == nil {
@@ -1193,14 +1149,15 @@ func (q *queue) restore(t taken) {
 		}
 		q.addAgain(t.refs)
 	}
-	if len(t.paged) > 0 {
-		for _, e := range t.paged {
-			if e.rec != nil {
-				e.rec.refs.Add(1)
-			}
-		}
-		q.addPaged(t.paged)
-	}
+}
+
+// drainAllIO is drainAll(true) for a queue being deleted, under pages.io:
+// no paged record is read back, and no scheduled message is paged out,
+// once it returns.
+func (q *queue) drainAllIO() ([]*ref, droppedPages) {
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
+	return q.drainAll(true)
 }
 
 // drainAll removes every ready ref of a queue being deleted and returns

@@ -16,6 +16,7 @@ const (
 	refGone                      // acknowledged, expired, moved or purged
 	refHeld                      // back from a consumer, waiting for its store record
 	refPaged                     // left memory: only its store record holds it (page.go)
+	refIndexing                  // scheduled, its time index entry being written (pager.go)
 )
 
 // stored is the store-side identity of a persistent message shared by the
@@ -49,6 +50,7 @@ type ref struct {
 	marked    int32 // delivery attempts recorded in the store
 	deliverAt int64 // ms; while in the future the ref is invisible
 	state     refState
+	indexed   bool      // read back from the time index: its removal deletes the entry (pager.go)
 	gen       uint32    // the queue generation it was scheduled in
 	owner     *Consumer // while in flight
 }

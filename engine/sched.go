@@ -134,3 +134,16 @@ func (s *scheduler) removeOf(q *queue) []*ref {
 	s.mu.Unlock()
 	return out
 }
+
+// removeRefs removes the entries of the given refs from the heap.
+func (s *scheduler) removeRefs(set map[*ref]struct{}) {
+	if len(set) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.heap.filter(func(e schedEntry) bool {
+		_, drop := set[e.r]
+		return !drop
+	})
+	s.mu.Unlock()
+}

@@ -370,13 +370,13 @@ func (b *Broker) unsubscribe(ctx context.Context, conn *Connection, name string)
 // dropSubscription removes a subscription, its messages and its record.
 func (b *Broker) dropSubscription(ctx context.Context, s *subscription) error {
 	s.topic.t.remove(s)
-	refs, paged := s.q.drainAll(true)
+	refs, paged := s.q.drainAllIO()
 	s.topic.t.roomFreed()
 	b.deletePagedMessages(ctx, s.q.bucket, paged)
 	ops := b.storeOpsForRemove(refs, nil)
-	ops = s.q.pagedRemoveOps(b.pager.removeOf(s.q), ops)
 	if s.q.bucket != "" {
 		ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: s.q.bucket},
+			store.Op{Kind: store.DeleteBucket, Bucket: schedBucket(s.q.bucket)},
 			store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
 	}
 	if len(ops) > 0 && b.store != nil {

@@ -1,7 +1,6 @@
 package amqp
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/sluicemq/sluice/engine"
@@ -43,17 +42,19 @@ type pendingConfirm struct {
 	state types.DeliveryState
 }
 
+// confirmer is a connection's confirmer; confirmLater starts it.
+type confirmer struct {
+	netserve.Confirmer[pendingConfirm]
+	run confirmRun // the confirmer goroutine's
+}
+
+// confirmAnswers is the connection as the confirmer's handler.
+type confirmAnswers conn
+
 // confirmLater queues pc for the confirmer, starting it on first use.
 func (c *conn) confirmLater(pc pendingConfirm) {
-	c.confirmOnce.Do(func() {
-		c.confirms = make(chan pendingConfirm, confirmQueue)
-		go c.confirmLoop()
-	})
-	c.unconfirmed.Add(1)
-	select {
-	case c.confirms <- pc:
-	case <-c.done:
-	}
+	c.confirms.Start(c.done, confirmQueue, (*confirmAnswers)(c))
+	c.confirms.Later(pc.conf, pc)
 }
 
 // confirmNow reports whether the reader should wait for a confirmation
@@ -62,72 +63,19 @@ func (c *conn) confirmLater(pc pendingConfirm) {
 // likely waiting for this very settlement, and the hand-off would only add
 // a goroutine switch to its round trip.
 func (c *conn) confirmNow() bool {
-	return c.unconfirmed.Load() == 0 && c.rd.Buffered() == 0
+	return c.confirms.Pending() == 0 && c.rd.Buffered() == 0
 }
 
-// confirmLoop waits for each queued confirmation in turn and sends the
-// dispositions. It ends with the connection.
-func (c *conn) confirmLoop() {
-	ctx, cancel := netserve.UntilClosed(c.done)
-	defer cancel()
-	var run confirmRun
-	for {
-		var pc pendingConfirm
-		select {
-		case pc = <-c.confirms:
-		case <-c.done:
-			c.abandonConfirms(ctx)
-			return
-		}
-		if !run.wait(ctx, c, pc) {
-			c.abandonConfirms(ctx)
-			return
-		}
-		// Take what else is queued; settle what is ready as one run and
-		// wait for the rest in order.
-		for more := true; more; {
-			select {
-			case pc = <-c.confirms:
-				if !pc.conf.Ready() {
-					run.flush(c)
-				}
-				if !run.wait(ctx, c, pc) {
-					c.abandonConfirms(ctx)
-					return
-				}
-			default:
-				more = false
-			}
-		}
-		run.flush(c)
-	}
+// Confirmed adds pc, whose confirmation returned err, to the run.
+func (a *confirmAnswers) Confirmed(pc pendingConfirm, err error) {
+	c := (*conn)(a)
+	c.confirms.run.add(c, pc, err)
 }
 
-// abandonConfirms hands what is still queued to the engine once the
-// connection has ended (ctx is done): Wait on a done context follows each
-// confirmation to its end in the background, so a message whose write
-// fails is still taken off its queue.
-func (c *conn) abandonConfirms(ctx context.Context) {
-	for {
-		select {
-		case pc := <-c.confirms:
-			_ = pc.conf.Wait(ctx)
-		default:
-			return
-		}
-	}
-}
-
-// wait waits for pc's confirmation and adds it to the run; false means the
-// connection ended meanwhile (nothing is settled then).
-func (r *confirmRun) wait(ctx context.Context, c *conn, pc pendingConfirm) bool {
-	err := pc.conf.Wait(ctx)
-	if ctx.Err() != nil {
-		return false
-	}
-	r.add(c, pc, err)
-	c.unconfirmed.Add(-1)
-	return true
+// Flush settles the run.
+func (a *confirmAnswers) Flush() {
+	c := (*conn)(a)
+	c.confirms.run.flush(c)
 }
 
 // confirmRun is a run of accepted deliveries of one link with consecutive

@@ -50,12 +50,10 @@ type conn struct {
 	closeOnce   sync.Once
 	releaseOnce sync.Once
 	failing     atomic.Bool
-	opened      atomic.Bool // our open is queued: a close frame may follow
-	confirmOnce sync.Once
-	confirms    chan pendingConfirm // see confirm.go
-	unconfirmed atomic.Int64        // transfers queued for the confirmer, not yet settled
-	ctx         context.Context     // cancelled when the connection ends
-	end         netserve.EndReason  // why it ends, for the engine's "connection closed"
+	opened      atomic.Bool        // our open is queued: a close frame may follow
+	confirms    confirmer          // see confirm.go
+	ctx         context.Context    // cancelled when the connection ends
+	end         netserve.EndReason // why it ends, for the engine's "connection closed"
 
 	// Set by the reader before open (TLS, SASL), then read-only.
 	peerCert      *x509.Certificate // the client certificate TLS verified

@@ -247,7 +247,7 @@ func (c *conn) fail(err error, f *frame.Frame) {
 // their confirmations, the ERROR waits its turn behind their receipts.
 func (c *conn) refuseFrame(err error, f *frame.Frame) {
 	c.log.Debug("stomp frame refused", slog.String("command", string(f.Command)), slog.Any("err", err))
-	if c.confirms.pending.Load() > 0 {
+	if c.confirms.Pending() > 0 {
 		c.later(pendingConfirm{f: f, refusal: err})
 		return
 	}
@@ -538,7 +538,7 @@ func (c *conn) handle(f *frame.Frame) (stop bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if c.confirms.pending.Load() > 0 {
+	if c.confirms.Pending() > 0 {
 		// Receipts keep the order of their frames.
 		if _, ok := f.Get(frame.HeaderReceipt); ok {
 			c.later(pendingConfirm{f: f})
@@ -577,7 +577,7 @@ func (c *conn) handleSend(ctx context.Context, f *frame.Frame) error {
 	if err != nil {
 		return err
 	}
-	if !conf.Ready() && (c.confirms.pending.Load() > 0 || c.rd.Buffered() > 0) {
+	if !conf.Ready() && (c.confirms.Pending() > 0 || c.rd.Buffered() > 0) {
 		// Written in the background: the confirmer answers the receipt,
 		// or fails the connection if the write fails (confirm.go).
 		c.later(pendingConfirm{f: f, conf: conf})

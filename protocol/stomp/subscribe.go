@@ -423,7 +423,7 @@ func (c *conn) answerLater(conf *engine.Confirmation, f *frame.Frame) error {
 		}
 		return nil
 	}
-	if !conf.Ready() && (c.confirms.pending.Load() > 0 || c.rd.Buffered() > 0) {
+	if !conf.Ready() && (c.confirms.Pending() > 0 || c.rd.Buffered() > 0) {
 		c.later(pendingConfirm{f: f, conf: conf})
 		return errPending
 	}

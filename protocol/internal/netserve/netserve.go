@@ -1,7 +1,8 @@
 // Package netserve is the part of a protocol server that is not protocol:
 // the accept loop, the set of open connections, an orderly shutdown, the
-// reader and writer loops of a connection (RunLoops) and its coalescing
-// writer (Writer). protocol/stomp and protocol/amqp each embed one Group.
+// reader and writer loops of a connection (RunLoops), its coalescing
+// writer (Writer) and the confirmer that answers pipelined requests in
+// order (Confirmer). protocol/stomp and protocol/amqp each embed one Group.
 package netserve
 
 import (
