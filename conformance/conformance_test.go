@@ -113,6 +113,13 @@ func (p *inProcess) options() conformance.Options {
 	} else {
 		o.Unavailable["amqp"] = "AMQP listener not available: the in-process Sluice serves no AMQP 1.0 listener yet (internal/broker binds none until the protocol/amqp front-end lands)"
 	}
+	// AMQP 0-9-1 is served on the AMQP port beside AMQP 1.0 (the protocol
+	// header says which).
+	if a := p.cfg.Listeners.AMQP; a != "" {
+		o.Drivers["amqp091"] = conformance.NewAMQP091(a, conformance.AMQP091Options{})
+	} else {
+		o.Unavailable["amqp091"] = "AMQP 0-9-1 listener not available: the in-process Sluice serves no AMQP listener"
+	}
 	return o
 }
 
