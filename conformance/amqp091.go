@@ -45,18 +45,20 @@ import (
 //     unacknowledged message so, oldest first), basic.reject requeue=false
 //     undeliverable; auto-acknowledge acknowledges each message as it is
 //     received;
-//   - a shared durable subscription is a named queue bound to amq.topic,
-//     which its consumers share and which outlives them (Sluice keeps the
-//     binding as a durable subscription);
+//   - a shared durable subscription is a named queue (jms.shared.NAME)
+//     bound to amq.topic, which its consumers share and which outlives them
+//     (Sluice keeps the binding as a durable subscription); a shared
+//     non-durable one is an auto-delete queue (jms.shared-nd.NAME), which
+//     ends with its last consumer;
 //   - transactions: a transacted connection (ConnOptions.Transacted) has a
 //     channel in tx mode that carries its consumers (but auto-acknowledge
 //     ones) and its transactional publishes; commit and rollback are
 //     tx.commit and tx.rollback.
 //
 // What 0-9-1 cannot say: a JMS client ID, and so an unshared durable
-// subscription (client ID + name); a shared non-durable subscription (an
-// auto-delete queue, which Sluice does not act on); a temporary topic;
-// browsing; releasing a message uncounted.
+// subscription (client ID + name); a temporary topic; browsing; releasing
+// a message uncounted. What amqp091-go cannot say: priority 0 (it leaves a
+// zero priority out of the basic properties).
 type amqp091Driver struct {
 	addr string
 	o    AMQP091Options
@@ -88,7 +90,8 @@ const (
 	x9DeliveryCount   = "JMSXDeliveryCount"
 	x9XDeliveryCount  = "x-delivery-count"
 	// sharedQueuePrefix names the queue of a shared durable subscription.
-	sharedQueuePrefix = "jms.shared."
+	sharedQueuePrefix   = "jms.shared."
+	sharedNDQueuePrefix = "jms.shared-nd."
 )
 
 // amqp091Reserved are delivered headers that are not properties.
@@ -97,11 +100,12 @@ var amqp091Reserved = map[string]bool{
 }
 
 var (
-	errNoClientID091 = NotExpressible("AMQP 0-9-1 has no JMS client ID or subscription name: a durable subscription is a named queue bound to amq.topic, which Sluice holds as a subscription of its own bridge client ID (docs/amqp091.md, Topics), so no 0-9-1 client can make, resume or unsubscribe the durable subscription of a client ID")
+	errNoClientID091  = NotExpressible("AMQP 0-9-1 has no JMS client ID or subscription name: a durable subscription is a named queue bound to amq.topic, which Sluice holds as a subscription of its own bridge client ID (docs/amqp091.md, Topics), so no 0-9-1 client can make, resume or unsubscribe the durable subscription of a client ID")
+	errClientID091    = NotExpressible("AMQP 0-9-1 has no JMS client ID: connection.start-ok's client-properties carry none that a broker reads as one (Sluice reads none)")
+	errPriority0091   = NotExpressible("JMSPriority 0 cannot be sent: amqp091-go, the independent client of this column, leaves a zero priority out of the basic properties, so the broker's default 4 applies")
 	errNoTempTopic091 = NotExpressible("AMQP 0-9-1 has no temporary topic: amq.topic routing keys are the named JMS topics, and a server-named queue is a temporary queue")
 	errNoBrowse091    = NotExpressible("AMQP 0-9-1 has no browser: basic.get and basic.consume take messages off the queue")
 	errNoRelease091   = NotExpressible("AMQP 0-9-1 has no release: basic.nack and basic.reject with requeue=true are a failed delivery (counted), requeue=false undeliverable")
-	errSharedND091    = NotExpressible("a shared non-durable subscription is an auto-delete queue bound to amq.topic in 0-9-1, and Sluice accepts auto-delete without acting on it (docs/amqp091.md, Not done): the queue would outlive its consumers")
 )
 
 type amqp091Conn struct {
@@ -124,6 +128,9 @@ type amqp091Conn struct {
 }
 
 func (d *amqp091Driver) Dial(ctx context.Context, o ConnOptions) (Conn, error) {
+	if o.ClientID != "" {
+		return nil, errClientID091
+	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -256,6 +263,9 @@ func (c *amqp091Conn) publishing(m *Message) (amqp091.Publishing, error) {
 		p.DeliveryMode = amqp091.Transient
 	}
 	if m.Priority != nil {
+		if *m.Priority == 0 {
+			return p, errPriority0091
+		}
 		p.Priority = uint8(*m.Priority)
 	}
 	switch {
@@ -434,8 +444,6 @@ func (c *amqp091Conn) Subscribe(ctx context.Context, d Dest, o SubOptions) (Sub,
 			return nil, errNoClientID091
 		}
 		return nil, NotExpressible("a named subscription is durable or shared")
-	case o.Shared && !o.Durable:
-		return nil, errSharedND091
 	}
 	switch d.Kind {
 	case Queue, TempQueue:
@@ -451,8 +459,23 @@ func (c *amqp091Conn) Subscribe(ctx context.Context, d Dest, o SubOptions) (Sub,
 		}
 	case Topic:
 		if o.Shared {
+			// Durable: a named queue that outlives its consumers.
+			// Non-durable: an auto-delete one, which ends with its last
+			// consumer.
 			queue = sharedQueuePrefix + o.Name
-			if err := c.declareQueue(ctx, queue); err != nil {
+			if !o.Durable {
+				queue = sharedNDQueuePrefix + o.Name
+			}
+			err := bounded(ctx, "queue.declare "+queue, func() error {
+				ch, err := c.channel()
+				if err != nil {
+					return err
+				}
+				defer func() { _ = ch.Close() }()
+				_, err = ch.QueueDeclare(queue, o.Durable, !o.Durable, false, false, nil)
+				return err
+			})
+			if err != nil {
 				return nil, amqp091Err("queue.declare "+queue, err)
 			}
 		}

@@ -136,6 +136,7 @@ func init() {
 			Title:  "a noLocal topic subscriber does not get messages published on its own connection",
 			Checks: "JMS 2.0, noLocal; WebLogic JMS \"Managing Your Applications\": Creating Subscribers for a Durable Subscription (the noLocal flag)",
 			Expect: "only the message from the other connection arrives",
+			Needs:  []Need{NeedNoLocal},
 			Run: func(t *T) {
 				c := t.Dial()
 				tp := t.Topic()
@@ -163,7 +164,7 @@ func init() {
 			Title:  "consumers of a shared non-durable subscription split its messages; it ends with its last consumer",
 			Checks: "JMS 2.0, shared non-durable subscriptions (createSharedConsumer)",
 			Expect: "two consumers together receive each of six messages once; after both close, nothing published meanwhile is kept",
-			Needs:  []Need{NeedSharedSubscriptions},
+			Needs:  []Need{NeedSharedSubscriptions, NeedSharedNonDurable},
 			Run: func(t *T) {
 				sharedSplit(t, false)
 			},
