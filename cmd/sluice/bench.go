@@ -71,7 +71,7 @@ directory, STOMP or AMQP 1.0 on 127.0.0.1:0); --cpuprofile then profiles it, cli
 included. "sluice bench serve" runs such a broker alone, with a pprof
 endpoint, to profile the broker without the load generator.`,
 	}
-	cmd.AddCommand(newBenchSTOMPCommand(), newBenchAMQPCommand(), newBenchServeCommand(), newBenchSummarizeCommand())
+	cmd.AddCommand(newBenchSTOMPCommand(), newBenchAMQPCommand(), newBenchAMQP091Command(), newBenchServeCommand(), newBenchSummarizeCommand())
 	return cmd
 }
 

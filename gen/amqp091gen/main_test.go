@@ -42,7 +42,8 @@ func TestCheckedInCodeIsCurrent(t *testing.T) {
 		"type ConnectionBlocked struct",
 		"type ConnectionUpdateSecretOk struct",
 		"FailingClassID ",
-		"func (*ExchangeUnbindOk) MethodID() uint16 { return 51 }",
+		"func (*ExchangeUnbindOk) MethodID() uint16 { return MethodExchangeUnbindOk }",
+		"\tMethodExchangeUnbindOk = 51\n",
 		"FlagReserved1 uint16 = 0x0004",
 		"FlagContentType uint16 = 0x8000",
 		"NoWait bool // nowait",
@@ -169,5 +170,34 @@ func TestGoName(t *testing.T) {
 		if got := goName(in); got != want {
 			t.Errorf("goName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestExtrasTheXMLHas: an extra the XML already defines, the same way, is
+// taken from the XML once, without the generator's note.
+func TestExtrasTheXMLHas(t *testing.T) {
+	body := miniDomains + `<constant name="no-route" value="312" class="soft-error"/>` +
+		`<class name="connection" index="10"><method name="blocked" index="60"><field name="reason" domain="shortstr"/></method></class>`
+	src, err := generate(specFile(t, body), "spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(src, []byte("\tNoRoute = 312\n")); n != 1 {
+		t.Errorf("NoRoute defined %d times", n)
+	}
+	if n := bytes.Count(src, []byte("type ConnectionBlocked struct")); n != 1 {
+		t.Errorf("ConnectionBlocked defined %d times", n)
+	}
+	if bytes.Contains(src, []byte("// NoRoute is no-route (soft-error): not in")) || bytes.Contains(src, []byte("connection.blocked (class 10, method 60): not in")) {
+		t.Error("an extra the XML has carries the generator's note")
+	}
+	// The ones the XML lacks are still added.
+	if !bytes.Contains(src, []byte("connection.update-secret (class 10, method 70), synchronous: not in amqp0-9-1.stripped.extended.xml")) {
+		t.Error("update-secret not added")
+	}
+	// And a blocked that differs from the extras' is an error.
+	_, err = generate(specFile(t, miniDomains+`<class name="connection" index="10"><method name="blocked" index="62"/></class>`), "spec")
+	if err == nil || !strings.Contains(err.Error(), "connection.blocked: the XML's definition differs") {
+		t.Fatalf("got %v", err)
 	}
 }

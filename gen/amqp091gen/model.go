@@ -304,6 +304,9 @@ func buildModel(doc *xmlAMQP, source string) (*Model, error) {
 			if err := claim(me.GoName, "method "+me.FullName); err != nil {
 				return nil, err
 			}
+			if err := claim("Method"+me.GoName, "the method id of "+me.FullName); err != nil {
+				return nil, err
+			}
 			c.Methods = append(c.Methods, me)
 			m.Methods = append(m.Methods, me)
 		}

@@ -86,6 +86,15 @@ const (
 	{{.GoName}} = {{.Index}}
 {{- end}}
 )
+
+// The method ids. A method id is unique within its class only: a method is
+// named by its class id and method id together.
+const (
+{{- range .Methods}}
+	// Method{{.GoName}} is the method id of {{.FullName}}.
+	Method{{.GoName}} = {{.Index}}
+{{- end}}
+)
 {{range .Methods}}
 // {{.GoName}} is {{.FullName}} (class {{.ClassIndex}}, method {{.Index}}){{if .Sync}}, synchronous{{end}}{{if .Content}}, followed by content{{end}}{{if .Deprecated}}, deprecated{{end}}{{if .Note}}: {{.Note}}{{end}}.
 //
@@ -99,8 +108,8 @@ type {{.GoName}} struct {
 // ClassID returns {{.ClassGoName}}.
 func (*{{.GoName}}) ClassID() uint16 { return {{.ClassGoName}} }
 
-// MethodID returns {{.Index}}.
-func (*{{.GoName}}) MethodID() uint16 { return {{.Index}} }
+// MethodID returns Method{{.GoName}}.
+func (*{{.GoName}}) MethodID() uint16 { return Method{{.GoName}} }
 
 // Name returns "{{.FullName}}".
 func (*{{.GoName}}) Name() string { return "{{.FullName}}" }
@@ -136,7 +145,7 @@ func NewMethod(classID, methodID uint16) Method {
 	case {{.GoName}}:
 		switch methodID {
 {{- range .Methods}}
-		case {{.Index}}:
+		case Method{{.GoName}}:
 			return new({{.GoName}})
 {{- end}}
 		}

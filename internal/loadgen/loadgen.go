@@ -1,6 +1,7 @@
 // Package loadgen is Sluice's load generator: it drives any STOMP broker
-// (through the go-stomp client) or any AMQP 1.0 broker (through go-amqp)
-// with a bounded scenario and reports the rates, the end-to-end latency
+// (through the go-stomp client), any AMQP 1.0 broker (through go-amqp) or
+// any AMQP 0-9-1 broker (through amqp091-go, amqp091.go) with a bounded
+// scenario and reports the rates, the end-to-end latency
 // percentiles and whether every message arrived.
 //
 // A run has producers and consumers. Every message carries its run ID, its

@@ -103,7 +103,7 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 		return nil, err
 	}
 	br.sess = sess
-	dest, queueName := b.dest, b.queue
+	dest := b.dest
 	err = cons.SetListener(func(d message.Delivery) {
 		m := d.Msg.Clone()
 		o := engine.SendOptions{Set: engine.SetDeliveryMode | engine.SetPriority | engine.SetExpiration | engine.SetRedeliveryLimit,
@@ -115,7 +115,7 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 				// The queue was deleted by another protocol or an
 				// administrator: its bindings go (not from this
 				// listener, which the bridge's stop waits for).
-				go x.unbindQueue(queueName)
+				go x.unbindQueue(dest)
 				_ = sess.Settle(context.Background(), d.Tag, engine.Released)
 				return
 			}

@@ -92,6 +92,7 @@ func (ch *channel) release() {
 	ch.stopped = true
 	ch.deliverMu.Unlock()
 	for _, cs := range ch.consumers {
+		ch.c.srv.releaseExclusive(cs)
 		_ = cs.sess.Close()
 		ch.c.consumers.Add(-1)
 	}

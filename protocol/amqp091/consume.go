@@ -48,7 +48,8 @@ func (ch *channel) qos(m *spec.BasicQos) error {
 func (ch *channel) consume(m *spec.BasicConsume) error {
 	c := ch.c
 	d := c.resolveQueue(m.Queue)
-	if _, ok := c.queueInfo(d); !ok {
+	info, ok := c.queueInfo(d)
+	if !ok {
 		return refuse(spec.NotFound, m, "no queue '%s'", m.Queue)
 	}
 	tag := m.ConsumerTag
@@ -85,15 +86,21 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 		}
 		sess.SetRedeliveryDelay(time.Duration(ms) * time.Millisecond)
 	}
+	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, dest: d, sess: sess}
+	if !c.srv.claimExclusive(cs, m.Exclusive, info.Consumers) {
+		_ = sess.Close()
+		return refuse(spec.AccessRefused, m, "queue '%s' in exclusive use", m.Queue)
+	}
 	cons, err := sess.CreateConsumer(d, opts)
 	if err != nil {
+		c.srv.releaseExclusive(cs)
 		_ = sess.Close()
 		if engine.CodeOf(err) == engine.CodeInvalidSelector {
 			return refuse(spec.PreconditionFailed, m, "%s: %v", argSelector, err)
 		}
 		return err
 	}
-	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, dest: d, sess: sess, cons: cons}
+	cs.cons = cons
 	ch.consumers[tag] = cs
 	c.consumers.Add(1)
 	sess.SetExceptionListener(func(err error) { cs.serverCancel(err) })
@@ -111,6 +118,7 @@ func (cs *consumer) serverCancel(err error) {
 	if cs.cancelled.Swap(true) {
 		return
 	}
+	cs.ch.c.srv.releaseExclusive(cs)
 	cs.ch.c.log.Debug("amqp091 consumer cancelled by the server", slog.String("tag", cs.tag), slog.Any("err", err))
 	cs.ch.deliverMu.Lock()
 	defer cs.ch.deliverMu.Unlock()
@@ -301,6 +309,7 @@ func (ch *channel) cancel(m *spec.BasicCancel) error {
 func (ch *channel) dropConsumer(tag string, cs *consumer) {
 	delete(ch.consumers, tag)
 	cs.cancelled.Store(true)
+	ch.c.srv.releaseExclusive(cs)
 	_ = cs.cons.Close()
 	if cs.noAck {
 		ch.c.flushWrites()

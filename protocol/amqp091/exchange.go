@@ -188,7 +188,7 @@ func (x *exchanges) lookup(name string) *exchange {
 func (x *exchanges) route(c *conn, exchange, key string, headers spec.Table) ([]message.Destination, error) {
 	if exchange == exchDefault {
 		d := c.resolveQueue(key)
-		if _, ok := c.queueInfo(d); !ok {
+		if !x.eng.DestinationExists(d) {
 			return nil, nil
 		}
 		return []message.Destination{d}, nil
@@ -233,7 +233,7 @@ func (x *exchanges) routeLocked(c *conn, e *exchange, key string, headers spec.T
 		if b.bridge != nil || !matches(e.kind, b, key, headers) {
 			continue
 		}
-		if e.name == exchTopic && b.queue != "" && x.bridgedLocked(e, b.queue, key) {
+		if e.name == exchTopic && b.exchange == "" && x.bridgedLocked(e, b.dest, key) {
 			continue // the bridge brings it
 		}
 		if b.exchange != "" {
@@ -247,9 +247,9 @@ func (x *exchanges) routeLocked(c *conn, e *exchange, key string, headers spec.T
 }
 
 // bridgedLocked reports whether queue has a bridged binding on e for key.
-func (x *exchanges) bridgedLocked(e *exchange, queue, key string) bool {
+func (x *exchanges) bridgedLocked(e *exchange, queue message.Destination, key string) bool {
 	for _, b := range e.bindings {
-		if b.bridge != nil && b.queue == queue && b.key == key {
+		if b.bridge != nil && b.dest == queue && b.key == key {
 			return true
 		}
 	}
@@ -345,7 +345,7 @@ func (x *exchanges) bind(ctx context.Context, c *conn, source string, b *binding
 		return refuse(spec.NotFound, nil, "no exchange '%s'", b.exchange)
 	}
 	for _, o := range e.bindings {
-		if o.queue == b.queue && o.exchange == b.exchange && o.key == b.key && fmt.Sprint(o.args) == fmt.Sprint(b.args) {
+		if o.dest == b.dest && o.exchange == b.exchange && o.key == b.key && fmt.Sprint(o.args) == fmt.Sprint(b.args) {
 			x.mu.Unlock()
 			return nil // binding twice is binding once
 		}
@@ -374,7 +374,7 @@ func (x *exchanges) bind(ctx context.Context, c *conn, source string, b *binding
 
 // unbind removes the bindings of source that match (queue or exchange,
 // key, args).
-func (x *exchanges) unbind(ctx context.Context, source, queue, exch, key string, args spec.Table) error {
+func (x *exchanges) unbind(ctx context.Context, source string, queue message.Destination, exch, key string, args spec.Table) error {
 	x.mu.Lock()
 	e := x.all[source]
 	if e == nil {
@@ -384,7 +384,7 @@ func (x *exchanges) unbind(ctx context.Context, source, queue, exch, key string,
 	var gone []*binding
 	keep := e.bindings[:0]
 	for _, b := range e.bindings {
-		if b.queue == queue && b.exchange == exch && b.key == key && (args == nil || fmt.Sprint(b.args) == fmt.Sprint(args)) {
+		if b.dest == queue && b.exchange == exch && b.key == key && (args == nil || fmt.Sprint(b.args) == fmt.Sprint(args)) {
 			gone = append(gone, b)
 			continue
 		}
@@ -414,8 +414,8 @@ func (x *exchanges) dropBindings(ctx context.Context, source string, gone []*bin
 }
 
 // unbindQueue removes every binding to queue (it was deleted).
-func (x *exchanges) unbindQueue(queue string) {
-	x.dropWhere(func(b *binding) bool { return b.queue == queue })
+func (x *exchanges) unbindQueue(queue message.Destination) {
+	x.dropWhere(func(b *binding) bool { return b.exchange == "" && b.dest == queue })
 }
 
 // unbindOwner removes the bindings of a connection's exclusive queues.
@@ -566,7 +566,7 @@ func (ch *channel) exchangeBind(m *spec.ExchangeBind) error {
 }
 
 func (ch *channel) exchangeUnbind(m *spec.ExchangeUnbind) error {
-	if err := ch.c.srv.ex.unbind(context.Background(), m.Source, "", m.Destination, m.RoutingKey, m.Arguments); err != nil {
+	if err := ch.c.srv.ex.unbind(context.Background(), m.Source, message.Destination{}, m.Destination, m.RoutingKey, m.Arguments); err != nil {
 		return asAMQPError(err, m)
 	}
 	if !m.NoWait {
@@ -601,7 +601,7 @@ func (ch *channel) queueBind(m *spec.QueueBind) error {
 }
 
 func (ch *channel) queueUnbind(m *spec.QueueUnbind) error {
-	if err := ch.c.srv.ex.unbind(context.Background(), m.Exchange, m.Queue, "", m.RoutingKey, m.Arguments); err != nil {
+	if err := ch.c.srv.ex.unbind(context.Background(), m.Exchange, ch.c.resolveQueue(m.Queue), "", m.RoutingKey, m.Arguments); err != nil {
 		return asAMQPError(err, m)
 	}
 	ch.c.method(ch.id, &spec.QueueUnbindOk{})

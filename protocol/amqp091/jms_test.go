@@ -175,3 +175,100 @@ func TestConnectionBlocked(t *testing.T) {
 		t.Fatal("no connection.unblocked")
 	}
 }
+
+// nack with multiple settles every delivery up to the tag; the absolute
+// delivery time header holds a message until then; JMS_BEA_SELECT
+// selects on an XML body.
+func TestNackMultipleDeliveryTimeXMLSelector(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	for _, q := range []string{"nm", "dt", "xml"} {
+		if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		publish(t, ch, "", "nm", amqp.Publishing{Body: []byte(fmt.Sprint(i))})
+	}
+	ds, err := ch.Consume("nm", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last amqp.Delivery
+	for range 3 {
+		last = next(t, ds)
+	}
+	if err := last.Nack(true, true); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if d := next(t, ds); !d.Redelivered {
+			t.Fatalf("%q not redelivered after nack multiple", d.Body)
+		}
+	}
+
+	at := time.Now().Add(300 * time.Millisecond)
+	publish(t, ch, "", "dt", amqp.Publishing{Body: []byte("later"), Headers: amqp.Table{"AMQ_SCHEDULED_TIME": at.UnixMilli()}})
+	dds, err := ch.Consume("dt", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := next(t, dds); time.Now().Before(at.Add(-20 * time.Millisecond)) {
+		t.Fatalf("%q delivered before its delivery time", d.Body)
+	}
+
+	xds, err := ch.Consume("xml", "", true, false, false, false, amqp.Table{"x-selector": "JMS_BEA_SELECT('xpath', '/order/@region') = 'EU'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "", "xml", amqp.Publishing{ContentType: "text/xml", Body: []byte(`<order region="US"/>`)})
+	publish(t, ch, "", "xml", amqp.Publishing{ContentType: "text/xml", Body: []byte(`<order region="EU"/>`)})
+	if d := next(t, xds); string(d.Body) != `<order region="EU"/>` {
+		t.Fatalf("XML selector chose %q", d.Body)
+	}
+}
+
+// The connection's consumers are bounded, with a clear refusal.
+func TestConsumerLimit(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{MaxConsumers: 2})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("lim", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := ch.Consume("lim", "", false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := ch.Consume("lim", "", false, false, false, false, nil)
+	if amqpCode(err) != 530 {
+		t.Fatalf("third consumer: %v, want 530", err)
+	}
+}
+
+// An exclusive consumer is the queue's only one while it lasts.
+func TestExclusiveConsumer(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	if _, err := ch.QueueDeclare("solo", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume("solo", "only", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := channel(t, dial(t, addr))
+	if _, err := other.Consume("solo", "", false, false, false, false, nil); amqpCode(err) != 403 {
+		t.Fatalf("second consumer beside an exclusive one: %v, want 403", err)
+	}
+	if err := ch.Cancel("only", false); err != nil {
+		t.Fatal(err)
+	}
+	other = channel(t, dial(t, addr))
+	if _, err := other.Consume("solo", "", false, false, false, false, nil); err != nil {
+		t.Fatalf("consumer after the exclusive one left: %v", err)
+	}
+	if _, err := ch.Consume("solo", "", false, true, false, false, nil); amqpCode(err) != 403 {
+		t.Fatalf("exclusive consumer beside another: %v, want 403", err)
+	}
+}

@@ -136,6 +136,9 @@ func (c *conn) toMessage(p *spec.BasicProperties, body []byte) (*message.Message
 	if strings.HasPrefix(p.ContentType, "text/") && utf8.Valid(body) {
 		kind = message.BodyText
 	}
+	if (p.ContentType == "text/xml" || p.ContentType == "application/xml") && utf8.Valid(body) {
+		kind = message.BodyXML // a WebLogic XMLMessage, for JMS_BEA_SELECT
+	}
 	m.Body = message.Body{Kind: kind, Data: body}
 	return m, o, nil
 }

@@ -75,6 +75,10 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 	return nil
 }
 
+// ackBatch is the most publishes one basic.ack with multiple confirms
+// while more are queued behind them.
+const ackBatch = 256
+
 // pendingConfirm is a publish whose confirmation the confirmer waits for.
 type pendingConfirm struct {
 	seq    uint64
@@ -164,7 +168,9 @@ func (ch *channel) confirmLoop(cf *confirmer) {
 			continue
 		}
 		ready = pc.seq
-		if len(cf.queue) == 0 {
+		// Acknowledge what is confirmed once nothing more waits, or
+		// every ackBatch publishes of a long pipeline.
+		if len(cf.queue) == 0 || ready-acked >= ackBatch {
 			flush()
 		}
 	}

@@ -3,6 +3,7 @@ package amqp091
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
@@ -39,6 +40,11 @@ func (c *conn) allowed(a engine.Action, d message.Destination) bool {
 func (ch *channel) queueDeclare(m *spec.QueueDeclare) error {
 	c := ch.c
 	name := m.Queue
+	if !m.Passive && strings.HasPrefix(name, "amq.") {
+		if _, ours := c.lookupTemp(name); !ours {
+			return refuse(spec.AccessRefused, m, "queue name '%s' contains reserved prefix 'amq.*'", name)
+		}
+	}
 	var d message.Destination
 	switch {
 	case name == "" || m.Exclusive:
@@ -145,8 +151,8 @@ func (ch *channel) queueDelete(m *spec.QueueDelete) error {
 		}
 	} else {
 		err = c.srv.eng.DeleteDestination(context.Background(), d)
-		c.srv.ex.unbindQueue(m.Queue)
 	}
+	c.srv.ex.unbindQueue(d)
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/engine/security"
 	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
@@ -129,6 +131,41 @@ type Server struct {
 	opts  Options
 	group netserve.Group[*conn]
 	ex    *exchanges
+
+	mu        sync.Mutex // guards exclusive
+	exclusive map[message.Destination]*consumer
+}
+
+// claimExclusive records cs as the exclusive consumer of d (basic.consume
+// with exclusive); it fails when d has another consumer, and a consumer
+// of d fails while one is exclusive. Only this server's 0-9-1 consumers
+// are seen: consumers over other protocols are counted through the
+// engine's consumer count when the exclusive one comes.
+func (s *Server) claimExclusive(cs *consumer, exclusive bool, others int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exclusive[cs.dest] != nil {
+		return false
+	}
+	if exclusive {
+		if others > 0 {
+			return false
+		}
+		if s.exclusive == nil {
+			s.exclusive = map[message.Destination]*consumer{}
+		}
+		s.exclusive[cs.dest] = cs
+	}
+	return true
+}
+
+// releaseExclusive forgets cs as an exclusive consumer.
+func (s *Server) releaseExclusive(cs *consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exclusive[cs.dest] == cs {
+		delete(s.exclusive, cs.dest)
+	}
 }
 
 // NewServer makes a server for eng. It restores the durable exchanges and

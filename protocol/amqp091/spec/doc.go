@@ -43,7 +43,10 @@
 // Decode methods decode into their receiver and reuse what it holds: a
 // server that keeps one [BasicPublish] and one [ContentHeader] per channel
 // decodes a stream of publishes to the same exchange and routing key
-// without allocating (a short string equal to the one held is kept).
+// without allocating (a short string equal to the one held is kept; a long
+// string is copied into the byte slice held, overwriting it, so a caller
+// that keeps such a slice must copy it before decoding into the struct
+// again).
 //
 // # Encoding
 //

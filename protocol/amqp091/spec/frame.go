@@ -16,6 +16,11 @@ const ProtocolHeader = "AMQP\x00\x00\x09\x01"
 // channel (2), size (4) and the frame-end octet (1).
 const frameOverhead = 8
 
+// ReadBufferSize is the read buffer of a [FrameReader]: many small frames
+// (a publish is three) come in one read, and a payload larger than the
+// buffer is read straight into the payload buffer.
+const ReadBufferSize = 32 << 10
+
 // Frame is one frame: its type ([FrameMethod], [FrameHeader], [FrameBody]
 // or [FrameHeartbeat]), channel and payload.
 type Frame struct {
@@ -38,8 +43,15 @@ type FrameReader struct {
 // frame-max counts it). A maxFrame below [FrameMinSize], including 0, is
 // taken as FrameMinSize: a peer may always send frames that large, and the
 // reader has no unbounded mode.
+//
+// The reader buffers r with [ReadBufferSize] bytes, unless r is a
+// *bufio.Reader already.
 func NewFrameReader(r io.Reader, maxFrame uint32) *FrameReader {
-	fr := &FrameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, ReadBufferSize)
+	}
+	fr := &FrameReader{r: br}
 	fr.SetMaxFrame(maxFrame)
 	return fr
 }

@@ -29,8 +29,9 @@ const MaxDepth = 32
 // is a short string, 'U' a signed 16-bit integer, 'L' a signed and 'l' an
 // unsigned 64-bit integer, and 'x' does not exist. Decoding also accepts
 // the PDF's letters that RabbitMQ's do not use — 'U' as int16 and 'L' as
-// int64 — so that a client built from the PDF is understood; they are
-// re-encoded as 's' and 'l'. A long string 'S' decodes as a Go string
+// int64, the reading of the Rust client library lapin (amq-protocol-types),
+// so that a client built from the PDF is understood; they are re-encoded as
+// 's' and 'l'. (amqp091-go and the RabbitMQ Java client send neither.) A long string 'S' decodes as a Go string
 // (copied); a byte array 'x' as []byte (copied).
 //
 // Encoding also takes int (as 'l') and map[string]any (as 'F'). A value of
@@ -95,7 +96,11 @@ func validateValue(v any, path string, depth int) error {
 }
 
 func sortedKeys(t map[string]any) []string {
-	keys := make([]string, 0, len(t))
+	return appendSortedKeys(make([]string, 0, len(t)), t)
+}
+
+// appendSortedKeys appends t's keys to keys, sorted.
+func appendSortedKeys(keys []string, t map[string]any) []string {
 	for k := range t {
 		keys = append(keys, k)
 	}
@@ -113,7 +118,8 @@ func appendTable(b []byte, t map[string]any, depth int) []byte {
 	at := len(b)
 	b = append(b, 0, 0, 0, 0)
 	if depth < MaxDepth {
-		for _, k := range sortedKeys(t) {
+		var small [8]string // no allocation for the keys of a small table
+		for _, k := range appendSortedKeys(small[:0], t) {
 			b = appendShortstr(b, k)
 			b = appendValue(b, t[k], depth)
 		}

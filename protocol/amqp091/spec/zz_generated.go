@@ -92,6 +92,139 @@ const (
 	ClassConfirm = 85
 )
 
+// The method ids. A method id is unique within its class only: a method is
+// named by its class id and method id together.
+const (
+	// MethodConnectionStart is the method id of connection.start.
+	MethodConnectionStart = 10
+	// MethodConnectionStartOk is the method id of connection.start-ok.
+	MethodConnectionStartOk = 11
+	// MethodConnectionSecure is the method id of connection.secure.
+	MethodConnectionSecure = 20
+	// MethodConnectionSecureOk is the method id of connection.secure-ok.
+	MethodConnectionSecureOk = 21
+	// MethodConnectionTune is the method id of connection.tune.
+	MethodConnectionTune = 30
+	// MethodConnectionTuneOk is the method id of connection.tune-ok.
+	MethodConnectionTuneOk = 31
+	// MethodConnectionOpen is the method id of connection.open.
+	MethodConnectionOpen = 40
+	// MethodConnectionOpenOk is the method id of connection.open-ok.
+	MethodConnectionOpenOk = 41
+	// MethodConnectionClose is the method id of connection.close.
+	MethodConnectionClose = 50
+	// MethodConnectionCloseOk is the method id of connection.close-ok.
+	MethodConnectionCloseOk = 51
+	// MethodConnectionBlocked is the method id of connection.blocked.
+	MethodConnectionBlocked = 60
+	// MethodConnectionUnblocked is the method id of connection.unblocked.
+	MethodConnectionUnblocked = 61
+	// MethodConnectionUpdateSecret is the method id of connection.update-secret.
+	MethodConnectionUpdateSecret = 70
+	// MethodConnectionUpdateSecretOk is the method id of connection.update-secret-ok.
+	MethodConnectionUpdateSecretOk = 71
+	// MethodChannelOpen is the method id of channel.open.
+	MethodChannelOpen = 10
+	// MethodChannelOpenOk is the method id of channel.open-ok.
+	MethodChannelOpenOk = 11
+	// MethodChannelFlow is the method id of channel.flow.
+	MethodChannelFlow = 20
+	// MethodChannelFlowOk is the method id of channel.flow-ok.
+	MethodChannelFlowOk = 21
+	// MethodChannelClose is the method id of channel.close.
+	MethodChannelClose = 40
+	// MethodChannelCloseOk is the method id of channel.close-ok.
+	MethodChannelCloseOk = 41
+	// MethodExchangeDeclare is the method id of exchange.declare.
+	MethodExchangeDeclare = 10
+	// MethodExchangeDeclareOk is the method id of exchange.declare-ok.
+	MethodExchangeDeclareOk = 11
+	// MethodExchangeDelete is the method id of exchange.delete.
+	MethodExchangeDelete = 20
+	// MethodExchangeDeleteOk is the method id of exchange.delete-ok.
+	MethodExchangeDeleteOk = 21
+	// MethodExchangeBind is the method id of exchange.bind.
+	MethodExchangeBind = 30
+	// MethodExchangeBindOk is the method id of exchange.bind-ok.
+	MethodExchangeBindOk = 31
+	// MethodExchangeUnbind is the method id of exchange.unbind.
+	MethodExchangeUnbind = 40
+	// MethodExchangeUnbindOk is the method id of exchange.unbind-ok.
+	MethodExchangeUnbindOk = 51
+	// MethodQueueDeclare is the method id of queue.declare.
+	MethodQueueDeclare = 10
+	// MethodQueueDeclareOk is the method id of queue.declare-ok.
+	MethodQueueDeclareOk = 11
+	// MethodQueueBind is the method id of queue.bind.
+	MethodQueueBind = 20
+	// MethodQueueBindOk is the method id of queue.bind-ok.
+	MethodQueueBindOk = 21
+	// MethodQueueUnbind is the method id of queue.unbind.
+	MethodQueueUnbind = 50
+	// MethodQueueUnbindOk is the method id of queue.unbind-ok.
+	MethodQueueUnbindOk = 51
+	// MethodQueuePurge is the method id of queue.purge.
+	MethodQueuePurge = 30
+	// MethodQueuePurgeOk is the method id of queue.purge-ok.
+	MethodQueuePurgeOk = 31
+	// MethodQueueDelete is the method id of queue.delete.
+	MethodQueueDelete = 40
+	// MethodQueueDeleteOk is the method id of queue.delete-ok.
+	MethodQueueDeleteOk = 41
+	// MethodBasicQos is the method id of basic.qos.
+	MethodBasicQos = 10
+	// MethodBasicQosOk is the method id of basic.qos-ok.
+	MethodBasicQosOk = 11
+	// MethodBasicConsume is the method id of basic.consume.
+	MethodBasicConsume = 20
+	// MethodBasicConsumeOk is the method id of basic.consume-ok.
+	MethodBasicConsumeOk = 21
+	// MethodBasicCancel is the method id of basic.cancel.
+	MethodBasicCancel = 30
+	// MethodBasicCancelOk is the method id of basic.cancel-ok.
+	MethodBasicCancelOk = 31
+	// MethodBasicPublish is the method id of basic.publish.
+	MethodBasicPublish = 40
+	// MethodBasicReturn is the method id of basic.return.
+	MethodBasicReturn = 50
+	// MethodBasicDeliver is the method id of basic.deliver.
+	MethodBasicDeliver = 60
+	// MethodBasicGet is the method id of basic.get.
+	MethodBasicGet = 70
+	// MethodBasicGetOk is the method id of basic.get-ok.
+	MethodBasicGetOk = 71
+	// MethodBasicGetEmpty is the method id of basic.get-empty.
+	MethodBasicGetEmpty = 72
+	// MethodBasicAck is the method id of basic.ack.
+	MethodBasicAck = 80
+	// MethodBasicReject is the method id of basic.reject.
+	MethodBasicReject = 90
+	// MethodBasicRecoverAsync is the method id of basic.recover-async.
+	MethodBasicRecoverAsync = 100
+	// MethodBasicRecover is the method id of basic.recover.
+	MethodBasicRecover = 110
+	// MethodBasicRecoverOk is the method id of basic.recover-ok.
+	MethodBasicRecoverOk = 111
+	// MethodBasicNack is the method id of basic.nack.
+	MethodBasicNack = 120
+	// MethodTxSelect is the method id of tx.select.
+	MethodTxSelect = 10
+	// MethodTxSelectOk is the method id of tx.select-ok.
+	MethodTxSelectOk = 11
+	// MethodTxCommit is the method id of tx.commit.
+	MethodTxCommit = 20
+	// MethodTxCommitOk is the method id of tx.commit-ok.
+	MethodTxCommitOk = 21
+	// MethodTxRollback is the method id of tx.rollback.
+	MethodTxRollback = 30
+	// MethodTxRollbackOk is the method id of tx.rollback-ok.
+	MethodTxRollbackOk = 31
+	// MethodConfirmSelect is the method id of confirm.select.
+	MethodConfirmSelect = 10
+	// MethodConfirmSelectOk is the method id of confirm.select-ok.
+	MethodConfirmSelectOk = 11
+)
+
 // ConnectionStart is connection.start (class 10, method 10), synchronous.
 //
 //	<method name="start" synchronous="1" index="10">
@@ -112,8 +245,8 @@ type ConnectionStart struct {
 // ClassID returns ClassConnection.
 func (*ConnectionStart) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 10.
-func (*ConnectionStart) MethodID() uint16 { return 10 }
+// MethodID returns MethodConnectionStart.
+func (*ConnectionStart) MethodID() uint16 { return MethodConnectionStart }
 
 // Name returns "connection.start".
 func (*ConnectionStart) Name() string { return "connection.start" }
@@ -163,8 +296,8 @@ type ConnectionStartOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionStartOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 11.
-func (*ConnectionStartOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodConnectionStartOk.
+func (*ConnectionStartOk) MethodID() uint16 { return MethodConnectionStartOk }
 
 // Name returns "connection.start-ok".
 func (*ConnectionStartOk) Name() string { return "connection.start-ok" }
@@ -206,8 +339,8 @@ type ConnectionSecure struct {
 // ClassID returns ClassConnection.
 func (*ConnectionSecure) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 20.
-func (*ConnectionSecure) MethodID() uint16 { return 20 }
+// MethodID returns MethodConnectionSecure.
+func (*ConnectionSecure) MethodID() uint16 { return MethodConnectionSecure }
 
 // Name returns "connection.secure".
 func (*ConnectionSecure) Name() string { return "connection.secure" }
@@ -243,8 +376,8 @@ type ConnectionSecureOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionSecureOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 21.
-func (*ConnectionSecureOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodConnectionSecureOk.
+func (*ConnectionSecureOk) MethodID() uint16 { return MethodConnectionSecureOk }
 
 // Name returns "connection.secure-ok".
 func (*ConnectionSecureOk) Name() string { return "connection.secure-ok" }
@@ -284,8 +417,8 @@ type ConnectionTune struct {
 // ClassID returns ClassConnection.
 func (*ConnectionTune) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 30.
-func (*ConnectionTune) MethodID() uint16 { return 30 }
+// MethodID returns MethodConnectionTune.
+func (*ConnectionTune) MethodID() uint16 { return MethodConnectionTune }
 
 // Name returns "connection.tune".
 func (*ConnectionTune) Name() string { return "connection.tune" }
@@ -329,8 +462,8 @@ type ConnectionTuneOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionTuneOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 31.
-func (*ConnectionTuneOk) MethodID() uint16 { return 31 }
+// MethodID returns MethodConnectionTuneOk.
+func (*ConnectionTuneOk) MethodID() uint16 { return MethodConnectionTuneOk }
 
 // Name returns "connection.tune-ok".
 func (*ConnectionTuneOk) Name() string { return "connection.tune-ok" }
@@ -374,8 +507,8 @@ type ConnectionOpen struct {
 // ClassID returns ClassConnection.
 func (*ConnectionOpen) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 40.
-func (*ConnectionOpen) MethodID() uint16 { return 40 }
+// MethodID returns MethodConnectionOpen.
+func (*ConnectionOpen) MethodID() uint16 { return MethodConnectionOpen }
 
 // Name returns "connection.open".
 func (*ConnectionOpen) Name() string { return "connection.open" }
@@ -420,8 +553,8 @@ type ConnectionOpenOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionOpenOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 41.
-func (*ConnectionOpenOk) MethodID() uint16 { return 41 }
+// MethodID returns MethodConnectionOpenOk.
+func (*ConnectionOpenOk) MethodID() uint16 { return MethodConnectionOpenOk }
 
 // Name returns "connection.open-ok".
 func (*ConnectionOpenOk) Name() string { return "connection.open-ok" }
@@ -463,8 +596,8 @@ type ConnectionClose struct {
 // ClassID returns ClassConnection.
 func (*ConnectionClose) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 50.
-func (*ConnectionClose) MethodID() uint16 { return 50 }
+// MethodID returns MethodConnectionClose.
+func (*ConnectionClose) MethodID() uint16 { return MethodConnectionClose }
 
 // Name returns "connection.close".
 func (*ConnectionClose) Name() string { return "connection.close" }
@@ -503,8 +636,8 @@ type ConnectionCloseOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionCloseOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 51.
-func (*ConnectionCloseOk) MethodID() uint16 { return 51 }
+// MethodID returns MethodConnectionCloseOk.
+func (*ConnectionCloseOk) MethodID() uint16 { return MethodConnectionCloseOk }
 
 // Name returns "connection.close-ok".
 func (*ConnectionCloseOk) Name() string { return "connection.close-ok" }
@@ -538,8 +671,8 @@ type ConnectionBlocked struct {
 // ClassID returns ClassConnection.
 func (*ConnectionBlocked) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 60.
-func (*ConnectionBlocked) MethodID() uint16 { return 60 }
+// MethodID returns MethodConnectionBlocked.
+func (*ConnectionBlocked) MethodID() uint16 { return MethodConnectionBlocked }
 
 // Name returns "connection.blocked".
 func (*ConnectionBlocked) Name() string { return "connection.blocked" }
@@ -572,8 +705,8 @@ type ConnectionUnblocked struct {
 // ClassID returns ClassConnection.
 func (*ConnectionUnblocked) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 61.
-func (*ConnectionUnblocked) MethodID() uint16 { return 61 }
+// MethodID returns MethodConnectionUnblocked.
+func (*ConnectionUnblocked) MethodID() uint16 { return MethodConnectionUnblocked }
 
 // Name returns "connection.unblocked".
 func (*ConnectionUnblocked) Name() string { return "connection.unblocked" }
@@ -609,8 +742,8 @@ type ConnectionUpdateSecret struct {
 // ClassID returns ClassConnection.
 func (*ConnectionUpdateSecret) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 70.
-func (*ConnectionUpdateSecret) MethodID() uint16 { return 70 }
+// MethodID returns MethodConnectionUpdateSecret.
+func (*ConnectionUpdateSecret) MethodID() uint16 { return MethodConnectionUpdateSecret }
 
 // Name returns "connection.update-secret".
 func (*ConnectionUpdateSecret) Name() string { return "connection.update-secret" }
@@ -645,8 +778,8 @@ type ConnectionUpdateSecretOk struct {
 // ClassID returns ClassConnection.
 func (*ConnectionUpdateSecretOk) ClassID() uint16 { return ClassConnection }
 
-// MethodID returns 71.
-func (*ConnectionUpdateSecretOk) MethodID() uint16 { return 71 }
+// MethodID returns MethodConnectionUpdateSecretOk.
+func (*ConnectionUpdateSecretOk) MethodID() uint16 { return MethodConnectionUpdateSecretOk }
 
 // Name returns "connection.update-secret-ok".
 func (*ConnectionUpdateSecretOk) Name() string { return "connection.update-secret-ok" }
@@ -680,8 +813,8 @@ type ChannelOpen struct {
 // ClassID returns ClassChannel.
 func (*ChannelOpen) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 10.
-func (*ChannelOpen) MethodID() uint16 { return 10 }
+// MethodID returns MethodChannelOpen.
+func (*ChannelOpen) MethodID() uint16 { return MethodChannelOpen }
 
 // Name returns "channel.open".
 func (*ChannelOpen) Name() string { return "channel.open" }
@@ -717,8 +850,8 @@ type ChannelOpenOk struct {
 // ClassID returns ClassChannel.
 func (*ChannelOpenOk) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 11.
-func (*ChannelOpenOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodChannelOpenOk.
+func (*ChannelOpenOk) MethodID() uint16 { return MethodChannelOpenOk }
 
 // Name returns "channel.open-ok".
 func (*ChannelOpenOk) Name() string { return "channel.open-ok" }
@@ -754,8 +887,8 @@ type ChannelFlow struct {
 // ClassID returns ClassChannel.
 func (*ChannelFlow) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 20.
-func (*ChannelFlow) MethodID() uint16 { return 20 }
+// MethodID returns MethodChannelFlow.
+func (*ChannelFlow) MethodID() uint16 { return MethodChannelFlow }
 
 // Name returns "channel.flow".
 func (*ChannelFlow) Name() string { return "channel.flow" }
@@ -796,8 +929,8 @@ type ChannelFlowOk struct {
 // ClassID returns ClassChannel.
 func (*ChannelFlowOk) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 21.
-func (*ChannelFlowOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodChannelFlowOk.
+func (*ChannelFlowOk) MethodID() uint16 { return MethodChannelFlowOk }
 
 // Name returns "channel.flow-ok".
 func (*ChannelFlowOk) Name() string { return "channel.flow-ok" }
@@ -844,8 +977,8 @@ type ChannelClose struct {
 // ClassID returns ClassChannel.
 func (*ChannelClose) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 40.
-func (*ChannelClose) MethodID() uint16 { return 40 }
+// MethodID returns MethodChannelClose.
+func (*ChannelClose) MethodID() uint16 { return MethodChannelClose }
 
 // Name returns "channel.close".
 func (*ChannelClose) Name() string { return "channel.close" }
@@ -884,8 +1017,8 @@ type ChannelCloseOk struct {
 // ClassID returns ClassChannel.
 func (*ChannelCloseOk) ClassID() uint16 { return ClassChannel }
 
-// MethodID returns 41.
-func (*ChannelCloseOk) MethodID() uint16 { return 41 }
+// MethodID returns MethodChannelCloseOk.
+func (*ChannelCloseOk) MethodID() uint16 { return MethodChannelCloseOk }
 
 // Name returns "channel.close-ok".
 func (*ChannelCloseOk) Name() string { return "channel.close-ok" }
@@ -935,8 +1068,8 @@ type ExchangeDeclare struct {
 // ClassID returns ClassExchange.
 func (*ExchangeDeclare) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 10.
-func (*ExchangeDeclare) MethodID() uint16 { return 10 }
+// MethodID returns MethodExchangeDeclare.
+func (*ExchangeDeclare) MethodID() uint16 { return MethodExchangeDeclare }
 
 // Name returns "exchange.declare".
 func (*ExchangeDeclare) Name() string { return "exchange.declare" }
@@ -998,8 +1131,8 @@ type ExchangeDeclareOk struct {
 // ClassID returns ClassExchange.
 func (*ExchangeDeclareOk) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 11.
-func (*ExchangeDeclareOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodExchangeDeclareOk.
+func (*ExchangeDeclareOk) MethodID() uint16 { return MethodExchangeDeclareOk }
 
 // Name returns "exchange.declare-ok".
 func (*ExchangeDeclareOk) Name() string { return "exchange.declare-ok" }
@@ -1039,8 +1172,8 @@ type ExchangeDelete struct {
 // ClassID returns ClassExchange.
 func (*ExchangeDelete) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 20.
-func (*ExchangeDelete) MethodID() uint16 { return 20 }
+// MethodID returns MethodExchangeDelete.
+func (*ExchangeDelete) MethodID() uint16 { return MethodExchangeDelete }
 
 // Name returns "exchange.delete".
 func (*ExchangeDelete) Name() string { return "exchange.delete" }
@@ -1086,8 +1219,8 @@ type ExchangeDeleteOk struct {
 // ClassID returns ClassExchange.
 func (*ExchangeDeleteOk) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 21.
-func (*ExchangeDeleteOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodExchangeDeleteOk.
+func (*ExchangeDeleteOk) MethodID() uint16 { return MethodExchangeDeleteOk }
 
 // Name returns "exchange.delete-ok".
 func (*ExchangeDeleteOk) Name() string { return "exchange.delete-ok" }
@@ -1131,8 +1264,8 @@ type ExchangeBind struct {
 // ClassID returns ClassExchange.
 func (*ExchangeBind) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 30.
-func (*ExchangeBind) MethodID() uint16 { return 30 }
+// MethodID returns MethodExchangeBind.
+func (*ExchangeBind) MethodID() uint16 { return MethodExchangeBind }
 
 // Name returns "exchange.bind".
 func (*ExchangeBind) Name() string { return "exchange.bind" }
@@ -1180,8 +1313,8 @@ type ExchangeBindOk struct {
 // ClassID returns ClassExchange.
 func (*ExchangeBindOk) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 31.
-func (*ExchangeBindOk) MethodID() uint16 { return 31 }
+// MethodID returns MethodExchangeBindOk.
+func (*ExchangeBindOk) MethodID() uint16 { return MethodExchangeBindOk }
 
 // Name returns "exchange.bind-ok".
 func (*ExchangeBindOk) Name() string { return "exchange.bind-ok" }
@@ -1225,8 +1358,8 @@ type ExchangeUnbind struct {
 // ClassID returns ClassExchange.
 func (*ExchangeUnbind) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 40.
-func (*ExchangeUnbind) MethodID() uint16 { return 40 }
+// MethodID returns MethodExchangeUnbind.
+func (*ExchangeUnbind) MethodID() uint16 { return MethodExchangeUnbind }
 
 // Name returns "exchange.unbind".
 func (*ExchangeUnbind) Name() string { return "exchange.unbind" }
@@ -1274,8 +1407,8 @@ type ExchangeUnbindOk struct {
 // ClassID returns ClassExchange.
 func (*ExchangeUnbindOk) ClassID() uint16 { return ClassExchange }
 
-// MethodID returns 51.
-func (*ExchangeUnbindOk) MethodID() uint16 { return 51 }
+// MethodID returns MethodExchangeUnbindOk.
+func (*ExchangeUnbindOk) MethodID() uint16 { return MethodExchangeUnbindOk }
 
 // Name returns "exchange.unbind-ok".
 func (*ExchangeUnbindOk) Name() string { return "exchange.unbind-ok" }
@@ -1323,8 +1456,8 @@ type QueueDeclare struct {
 // ClassID returns ClassQueue.
 func (*QueueDeclare) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 10.
-func (*QueueDeclare) MethodID() uint16 { return 10 }
+// MethodID returns MethodQueueDeclare.
+func (*QueueDeclare) MethodID() uint16 { return MethodQueueDeclare }
 
 // Name returns "queue.declare".
 func (*QueueDeclare) Name() string { return "queue.declare" }
@@ -1391,8 +1524,8 @@ type QueueDeclareOk struct {
 // ClassID returns ClassQueue.
 func (*QueueDeclareOk) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 11.
-func (*QueueDeclareOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodQueueDeclareOk.
+func (*QueueDeclareOk) MethodID() uint16 { return MethodQueueDeclareOk }
 
 // Name returns "queue.declare-ok".
 func (*QueueDeclareOk) Name() string { return "queue.declare-ok" }
@@ -1442,8 +1575,8 @@ type QueueBind struct {
 // ClassID returns ClassQueue.
 func (*QueueBind) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 20.
-func (*QueueBind) MethodID() uint16 { return 20 }
+// MethodID returns MethodQueueBind.
+func (*QueueBind) MethodID() uint16 { return MethodQueueBind }
 
 // Name returns "queue.bind".
 func (*QueueBind) Name() string { return "queue.bind" }
@@ -1491,8 +1624,8 @@ type QueueBindOk struct {
 // ClassID returns ClassQueue.
 func (*QueueBindOk) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 21.
-func (*QueueBindOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodQueueBindOk.
+func (*QueueBindOk) MethodID() uint16 { return MethodQueueBindOk }
 
 // Name returns "queue.bind-ok".
 func (*QueueBindOk) Name() string { return "queue.bind-ok" }
@@ -1534,8 +1667,8 @@ type QueueUnbind struct {
 // ClassID returns ClassQueue.
 func (*QueueUnbind) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 50.
-func (*QueueUnbind) MethodID() uint16 { return 50 }
+// MethodID returns MethodQueueUnbind.
+func (*QueueUnbind) MethodID() uint16 { return MethodQueueUnbind }
 
 // Name returns "queue.unbind".
 func (*QueueUnbind) Name() string { return "queue.unbind" }
@@ -1576,8 +1709,8 @@ type QueueUnbindOk struct {
 // ClassID returns ClassQueue.
 func (*QueueUnbindOk) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 51.
-func (*QueueUnbindOk) MethodID() uint16 { return 51 }
+// MethodID returns MethodQueueUnbindOk.
+func (*QueueUnbindOk) MethodID() uint16 { return MethodQueueUnbindOk }
 
 // Name returns "queue.unbind-ok".
 func (*QueueUnbindOk) Name() string { return "queue.unbind-ok" }
@@ -1615,8 +1748,8 @@ type QueuePurge struct {
 // ClassID returns ClassQueue.
 func (*QueuePurge) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 30.
-func (*QueuePurge) MethodID() uint16 { return 30 }
+// MethodID returns MethodQueuePurge.
+func (*QueuePurge) MethodID() uint16 { return MethodQueuePurge }
 
 // Name returns "queue.purge".
 func (*QueuePurge) Name() string { return "queue.purge" }
@@ -1661,8 +1794,8 @@ type QueuePurgeOk struct {
 // ClassID returns ClassQueue.
 func (*QueuePurgeOk) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 31.
-func (*QueuePurgeOk) MethodID() uint16 { return 31 }
+// MethodID returns MethodQueuePurgeOk.
+func (*QueuePurgeOk) MethodID() uint16 { return MethodQueuePurgeOk }
 
 // Name returns "queue.purge-ok".
 func (*QueuePurgeOk) Name() string { return "queue.purge-ok" }
@@ -1706,8 +1839,8 @@ type QueueDelete struct {
 // ClassID returns ClassQueue.
 func (*QueueDelete) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 40.
-func (*QueueDelete) MethodID() uint16 { return 40 }
+// MethodID returns MethodQueueDelete.
+func (*QueueDelete) MethodID() uint16 { return MethodQueueDelete }
 
 // Name returns "queue.delete".
 func (*QueueDelete) Name() string { return "queue.delete" }
@@ -1760,8 +1893,8 @@ type QueueDeleteOk struct {
 // ClassID returns ClassQueue.
 func (*QueueDeleteOk) ClassID() uint16 { return ClassQueue }
 
-// MethodID returns 41.
-func (*QueueDeleteOk) MethodID() uint16 { return 41 }
+// MethodID returns MethodQueueDeleteOk.
+func (*QueueDeleteOk) MethodID() uint16 { return MethodQueueDeleteOk }
 
 // Name returns "queue.delete-ok".
 func (*QueueDeleteOk) Name() string { return "queue.delete-ok" }
@@ -1801,8 +1934,8 @@ type BasicQos struct {
 // ClassID returns ClassBasic.
 func (*BasicQos) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 10.
-func (*BasicQos) MethodID() uint16 { return 10 }
+// MethodID returns MethodBasicQos.
+func (*BasicQos) MethodID() uint16 { return MethodBasicQos }
 
 // Name returns "basic.qos".
 func (*BasicQos) Name() string { return "basic.qos" }
@@ -1844,8 +1977,8 @@ type BasicQosOk struct {
 // ClassID returns ClassBasic.
 func (*BasicQosOk) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 11.
-func (*BasicQosOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodBasicQosOk.
+func (*BasicQosOk) MethodID() uint16 { return MethodBasicQosOk }
 
 // Name returns "basic.qos-ok".
 func (*BasicQosOk) Name() string { return "basic.qos-ok" }
@@ -1893,8 +2026,8 @@ type BasicConsume struct {
 // ClassID returns ClassBasic.
 func (*BasicConsume) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 20.
-func (*BasicConsume) MethodID() uint16 { return 20 }
+// MethodID returns MethodBasicConsume.
+func (*BasicConsume) MethodID() uint16 { return MethodBasicConsume }
 
 // Name returns "basic.consume".
 func (*BasicConsume) Name() string { return "basic.consume" }
@@ -1955,8 +2088,8 @@ type BasicConsumeOk struct {
 // ClassID returns ClassBasic.
 func (*BasicConsumeOk) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 21.
-func (*BasicConsumeOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodBasicConsumeOk.
+func (*BasicConsumeOk) MethodID() uint16 { return MethodBasicConsumeOk }
 
 // Name returns "basic.consume-ok".
 func (*BasicConsumeOk) Name() string { return "basic.consume-ok" }
@@ -1994,8 +2127,8 @@ type BasicCancel struct {
 // ClassID returns ClassBasic.
 func (*BasicCancel) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 30.
-func (*BasicCancel) MethodID() uint16 { return 30 }
+// MethodID returns MethodBasicCancel.
+func (*BasicCancel) MethodID() uint16 { return MethodBasicCancel }
 
 // Name returns "basic.cancel".
 func (*BasicCancel) Name() string { return "basic.cancel" }
@@ -2038,8 +2171,8 @@ type BasicCancelOk struct {
 // ClassID returns ClassBasic.
 func (*BasicCancelOk) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 31.
-func (*BasicCancelOk) MethodID() uint16 { return 31 }
+// MethodID returns MethodBasicCancelOk.
+func (*BasicCancelOk) MethodID() uint16 { return MethodBasicCancelOk }
 
 // Name returns "basic.cancel-ok".
 func (*BasicCancelOk) Name() string { return "basic.cancel-ok" }
@@ -2083,8 +2216,8 @@ type BasicPublish struct {
 // ClassID returns ClassBasic.
 func (*BasicPublish) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 40.
-func (*BasicPublish) MethodID() uint16 { return 40 }
+// MethodID returns MethodBasicPublish.
+func (*BasicPublish) MethodID() uint16 { return MethodBasicPublish }
 
 // Name returns "basic.publish".
 func (*BasicPublish) Name() string { return "basic.publish" }
@@ -2141,8 +2274,8 @@ type BasicReturn struct {
 // ClassID returns ClassBasic.
 func (*BasicReturn) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 50.
-func (*BasicReturn) MethodID() uint16 { return 50 }
+// MethodID returns MethodBasicReturn.
+func (*BasicReturn) MethodID() uint16 { return MethodBasicReturn }
 
 // Name returns "basic.return".
 func (*BasicReturn) Name() string { return "basic.return" }
@@ -2192,8 +2325,8 @@ type BasicDeliver struct {
 // ClassID returns ClassBasic.
 func (*BasicDeliver) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 60.
-func (*BasicDeliver) MethodID() uint16 { return 60 }
+// MethodID returns MethodBasicDeliver.
+func (*BasicDeliver) MethodID() uint16 { return MethodBasicDeliver }
 
 // Name returns "basic.deliver".
 func (*BasicDeliver) Name() string { return "basic.deliver" }
@@ -2246,8 +2379,8 @@ type BasicGet struct {
 // ClassID returns ClassBasic.
 func (*BasicGet) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 70.
-func (*BasicGet) MethodID() uint16 { return 70 }
+// MethodID returns MethodBasicGet.
+func (*BasicGet) MethodID() uint16 { return MethodBasicGet }
 
 // Name returns "basic.get".
 func (*BasicGet) Name() string { return "basic.get" }
@@ -2300,8 +2433,8 @@ type BasicGetOk struct {
 // ClassID returns ClassBasic.
 func (*BasicGetOk) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 71.
-func (*BasicGetOk) MethodID() uint16 { return 71 }
+// MethodID returns MethodBasicGetOk.
+func (*BasicGetOk) MethodID() uint16 { return MethodBasicGetOk }
 
 // Name returns "basic.get-ok".
 func (*BasicGetOk) Name() string { return "basic.get-ok" }
@@ -2350,8 +2483,8 @@ type BasicGetEmpty struct {
 // ClassID returns ClassBasic.
 func (*BasicGetEmpty) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 72.
-func (*BasicGetEmpty) MethodID() uint16 { return 72 }
+// MethodID returns MethodBasicGetEmpty.
+func (*BasicGetEmpty) MethodID() uint16 { return MethodBasicGetEmpty }
 
 // Name returns "basic.get-empty".
 func (*BasicGetEmpty) Name() string { return "basic.get-empty" }
@@ -2389,8 +2522,8 @@ type BasicAck struct {
 // ClassID returns ClassBasic.
 func (*BasicAck) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 80.
-func (*BasicAck) MethodID() uint16 { return 80 }
+// MethodID returns MethodBasicAck.
+func (*BasicAck) MethodID() uint16 { return MethodBasicAck }
 
 // Name returns "basic.ack".
 func (*BasicAck) Name() string { return "basic.ack" }
@@ -2435,8 +2568,8 @@ type BasicReject struct {
 // ClassID returns ClassBasic.
 func (*BasicReject) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 90.
-func (*BasicReject) MethodID() uint16 { return 90 }
+// MethodID returns MethodBasicReject.
+func (*BasicReject) MethodID() uint16 { return MethodBasicReject }
 
 // Name returns "basic.reject".
 func (*BasicReject) Name() string { return "basic.reject" }
@@ -2479,8 +2612,8 @@ type BasicRecoverAsync struct {
 // ClassID returns ClassBasic.
 func (*BasicRecoverAsync) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 100.
-func (*BasicRecoverAsync) MethodID() uint16 { return 100 }
+// MethodID returns MethodBasicRecoverAsync.
+func (*BasicRecoverAsync) MethodID() uint16 { return MethodBasicRecoverAsync }
 
 // Name returns "basic.recover-async".
 func (*BasicRecoverAsync) Name() string { return "basic.recover-async" }
@@ -2521,8 +2654,8 @@ type BasicRecover struct {
 // ClassID returns ClassBasic.
 func (*BasicRecover) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 110.
-func (*BasicRecover) MethodID() uint16 { return 110 }
+// MethodID returns MethodBasicRecover.
+func (*BasicRecover) MethodID() uint16 { return MethodBasicRecover }
 
 // Name returns "basic.recover".
 func (*BasicRecover) Name() string { return "basic.recover" }
@@ -2560,8 +2693,8 @@ type BasicRecoverOk struct {
 // ClassID returns ClassBasic.
 func (*BasicRecoverOk) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 111.
-func (*BasicRecoverOk) MethodID() uint16 { return 111 }
+// MethodID returns MethodBasicRecoverOk.
+func (*BasicRecoverOk) MethodID() uint16 { return MethodBasicRecoverOk }
 
 // Name returns "basic.recover-ok".
 func (*BasicRecoverOk) Name() string { return "basic.recover-ok" }
@@ -2599,8 +2732,8 @@ type BasicNack struct {
 // ClassID returns ClassBasic.
 func (*BasicNack) ClassID() uint16 { return ClassBasic }
 
-// MethodID returns 120.
-func (*BasicNack) MethodID() uint16 { return 120 }
+// MethodID returns MethodBasicNack.
+func (*BasicNack) MethodID() uint16 { return MethodBasicNack }
 
 // Name returns "basic.nack".
 func (*BasicNack) Name() string { return "basic.nack" }
@@ -2644,8 +2777,8 @@ type TxSelect struct {
 // ClassID returns ClassTx.
 func (*TxSelect) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 10.
-func (*TxSelect) MethodID() uint16 { return 10 }
+// MethodID returns MethodTxSelect.
+func (*TxSelect) MethodID() uint16 { return MethodTxSelect }
 
 // Name returns "tx.select".
 func (*TxSelect) Name() string { return "tx.select" }
@@ -2676,8 +2809,8 @@ type TxSelectOk struct {
 // ClassID returns ClassTx.
 func (*TxSelectOk) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 11.
-func (*TxSelectOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodTxSelectOk.
+func (*TxSelectOk) MethodID() uint16 { return MethodTxSelectOk }
 
 // Name returns "tx.select-ok".
 func (*TxSelectOk) Name() string { return "tx.select-ok" }
@@ -2708,8 +2841,8 @@ type TxCommit struct {
 // ClassID returns ClassTx.
 func (*TxCommit) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 20.
-func (*TxCommit) MethodID() uint16 { return 20 }
+// MethodID returns MethodTxCommit.
+func (*TxCommit) MethodID() uint16 { return MethodTxCommit }
 
 // Name returns "tx.commit".
 func (*TxCommit) Name() string { return "tx.commit" }
@@ -2740,8 +2873,8 @@ type TxCommitOk struct {
 // ClassID returns ClassTx.
 func (*TxCommitOk) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 21.
-func (*TxCommitOk) MethodID() uint16 { return 21 }
+// MethodID returns MethodTxCommitOk.
+func (*TxCommitOk) MethodID() uint16 { return MethodTxCommitOk }
 
 // Name returns "tx.commit-ok".
 func (*TxCommitOk) Name() string { return "tx.commit-ok" }
@@ -2772,8 +2905,8 @@ type TxRollback struct {
 // ClassID returns ClassTx.
 func (*TxRollback) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 30.
-func (*TxRollback) MethodID() uint16 { return 30 }
+// MethodID returns MethodTxRollback.
+func (*TxRollback) MethodID() uint16 { return MethodTxRollback }
 
 // Name returns "tx.rollback".
 func (*TxRollback) Name() string { return "tx.rollback" }
@@ -2804,8 +2937,8 @@ type TxRollbackOk struct {
 // ClassID returns ClassTx.
 func (*TxRollbackOk) ClassID() uint16 { return ClassTx }
 
-// MethodID returns 31.
-func (*TxRollbackOk) MethodID() uint16 { return 31 }
+// MethodID returns MethodTxRollbackOk.
+func (*TxRollbackOk) MethodID() uint16 { return MethodTxRollbackOk }
 
 // Name returns "tx.rollback-ok".
 func (*TxRollbackOk) Name() string { return "tx.rollback-ok" }
@@ -2839,8 +2972,8 @@ type ConfirmSelect struct {
 // ClassID returns ClassConfirm.
 func (*ConfirmSelect) ClassID() uint16 { return ClassConfirm }
 
-// MethodID returns 10.
-func (*ConfirmSelect) MethodID() uint16 { return 10 }
+// MethodID returns MethodConfirmSelect.
+func (*ConfirmSelect) MethodID() uint16 { return MethodConfirmSelect }
 
 // Name returns "confirm.select".
 func (*ConfirmSelect) Name() string { return "confirm.select" }
@@ -2878,8 +3011,8 @@ type ConfirmSelectOk struct {
 // ClassID returns ClassConfirm.
 func (*ConfirmSelectOk) ClassID() uint16 { return ClassConfirm }
 
-// MethodID returns 11.
-func (*ConfirmSelectOk) MethodID() uint16 { return 11 }
+// MethodID returns MethodConfirmSelectOk.
+func (*ConfirmSelectOk) MethodID() uint16 { return MethodConfirmSelectOk }
 
 // Name returns "confirm.select-ok".
 func (*ConfirmSelectOk) Name() string { return "confirm.select-ok" }
@@ -2907,151 +3040,151 @@ func NewMethod(classID, methodID uint16) Method {
 	switch classID {
 	case ClassConnection:
 		switch methodID {
-		case 10:
+		case MethodConnectionStart:
 			return new(ConnectionStart)
-		case 11:
+		case MethodConnectionStartOk:
 			return new(ConnectionStartOk)
-		case 20:
+		case MethodConnectionSecure:
 			return new(ConnectionSecure)
-		case 21:
+		case MethodConnectionSecureOk:
 			return new(ConnectionSecureOk)
-		case 30:
+		case MethodConnectionTune:
 			return new(ConnectionTune)
-		case 31:
+		case MethodConnectionTuneOk:
 			return new(ConnectionTuneOk)
-		case 40:
+		case MethodConnectionOpen:
 			return new(ConnectionOpen)
-		case 41:
+		case MethodConnectionOpenOk:
 			return new(ConnectionOpenOk)
-		case 50:
+		case MethodConnectionClose:
 			return new(ConnectionClose)
-		case 51:
+		case MethodConnectionCloseOk:
 			return new(ConnectionCloseOk)
-		case 60:
+		case MethodConnectionBlocked:
 			return new(ConnectionBlocked)
-		case 61:
+		case MethodConnectionUnblocked:
 			return new(ConnectionUnblocked)
-		case 70:
+		case MethodConnectionUpdateSecret:
 			return new(ConnectionUpdateSecret)
-		case 71:
+		case MethodConnectionUpdateSecretOk:
 			return new(ConnectionUpdateSecretOk)
 		}
 	case ClassChannel:
 		switch methodID {
-		case 10:
+		case MethodChannelOpen:
 			return new(ChannelOpen)
-		case 11:
+		case MethodChannelOpenOk:
 			return new(ChannelOpenOk)
-		case 20:
+		case MethodChannelFlow:
 			return new(ChannelFlow)
-		case 21:
+		case MethodChannelFlowOk:
 			return new(ChannelFlowOk)
-		case 40:
+		case MethodChannelClose:
 			return new(ChannelClose)
-		case 41:
+		case MethodChannelCloseOk:
 			return new(ChannelCloseOk)
 		}
 	case ClassExchange:
 		switch methodID {
-		case 10:
+		case MethodExchangeDeclare:
 			return new(ExchangeDeclare)
-		case 11:
+		case MethodExchangeDeclareOk:
 			return new(ExchangeDeclareOk)
-		case 20:
+		case MethodExchangeDelete:
 			return new(ExchangeDelete)
-		case 21:
+		case MethodExchangeDeleteOk:
 			return new(ExchangeDeleteOk)
-		case 30:
+		case MethodExchangeBind:
 			return new(ExchangeBind)
-		case 31:
+		case MethodExchangeBindOk:
 			return new(ExchangeBindOk)
-		case 40:
+		case MethodExchangeUnbind:
 			return new(ExchangeUnbind)
-		case 51:
+		case MethodExchangeUnbindOk:
 			return new(ExchangeUnbindOk)
 		}
 	case ClassQueue:
 		switch methodID {
-		case 10:
+		case MethodQueueDeclare:
 			return new(QueueDeclare)
-		case 11:
+		case MethodQueueDeclareOk:
 			return new(QueueDeclareOk)
-		case 20:
+		case MethodQueueBind:
 			return new(QueueBind)
-		case 21:
+		case MethodQueueBindOk:
 			return new(QueueBindOk)
-		case 50:
+		case MethodQueueUnbind:
 			return new(QueueUnbind)
-		case 51:
+		case MethodQueueUnbindOk:
 			return new(QueueUnbindOk)
-		case 30:
+		case MethodQueuePurge:
 			return new(QueuePurge)
-		case 31:
+		case MethodQueuePurgeOk:
 			return new(QueuePurgeOk)
-		case 40:
+		case MethodQueueDelete:
 			return new(QueueDelete)
-		case 41:
+		case MethodQueueDeleteOk:
 			return new(QueueDeleteOk)
 		}
 	case ClassBasic:
 		switch methodID {
-		case 10:
+		case MethodBasicQos:
 			return new(BasicQos)
-		case 11:
+		case MethodBasicQosOk:
 			return new(BasicQosOk)
-		case 20:
+		case MethodBasicConsume:
 			return new(BasicConsume)
-		case 21:
+		case MethodBasicConsumeOk:
 			return new(BasicConsumeOk)
-		case 30:
+		case MethodBasicCancel:
 			return new(BasicCancel)
-		case 31:
+		case MethodBasicCancelOk:
 			return new(BasicCancelOk)
-		case 40:
+		case MethodBasicPublish:
 			return new(BasicPublish)
-		case 50:
+		case MethodBasicReturn:
 			return new(BasicReturn)
-		case 60:
+		case MethodBasicDeliver:
 			return new(BasicDeliver)
-		case 70:
+		case MethodBasicGet:
 			return new(BasicGet)
-		case 71:
+		case MethodBasicGetOk:
 			return new(BasicGetOk)
-		case 72:
+		case MethodBasicGetEmpty:
 			return new(BasicGetEmpty)
-		case 80:
+		case MethodBasicAck:
 			return new(BasicAck)
-		case 90:
+		case MethodBasicReject:
 			return new(BasicReject)
-		case 100:
+		case MethodBasicRecoverAsync:
 			return new(BasicRecoverAsync)
-		case 110:
+		case MethodBasicRecover:
 			return new(BasicRecover)
-		case 111:
+		case MethodBasicRecoverOk:
 			return new(BasicRecoverOk)
-		case 120:
+		case MethodBasicNack:
 			return new(BasicNack)
 		}
 	case ClassTx:
 		switch methodID {
-		case 10:
+		case MethodTxSelect:
 			return new(TxSelect)
-		case 11:
+		case MethodTxSelectOk:
 			return new(TxSelectOk)
-		case 20:
+		case MethodTxCommit:
 			return new(TxCommit)
-		case 21:
+		case MethodTxCommitOk:
 			return new(TxCommitOk)
-		case 30:
+		case MethodTxRollback:
 			return new(TxRollback)
-		case 31:
+		case MethodTxRollbackOk:
 			return new(TxRollbackOk)
 		}
 	case ClassConfirm:
 		switch methodID {
-		case 10:
+		case MethodConfirmSelect:
 			return new(ConfirmSelect)
-		case 11:
+		case MethodConfirmSelectOk:
 			return new(ConfirmSelectOk)
 		}
 	}
