@@ -27,7 +27,8 @@ type Profile struct {
 	// Lacks maps needs the broker does not meet, on every protocol, to the
 	// reason.
 	Lacks map[Need]string
-	// LacksOn is Lacks for one protocol ("stomp", "amqp").
+	// LacksOn is Lacks for one protocol ("stomp", "amqp", "amqp091"): a
+	// broker's known failures on that protocol's front-end.
 	LacksOn map[string]map[Need]string
 	// Config is the broker configuration the profile assumes (for
 	// `sluice conformance --show-config`).
