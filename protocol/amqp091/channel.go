@@ -88,13 +88,12 @@ func (ch *channel) fail(e *amqpError) {
 // close, unacknowledged messages go back to their queues (not as failed
 // deliveries), an open transaction rolls back.
 func (ch *channel) release() {
-	ch.deliverMu.Lock()
-	ch.stopped = true
-	ch.deliverMu.Unlock()
+	ch.stop()
 	for _, cs := range ch.consumers {
 		ch.c.srv.releaseExclusive(cs)
 		_ = cs.sess.Close()
 		ch.c.consumers.Add(-1)
+		ch.c.srv.consumerGone(cs.dest)
 	}
 	clear(ch.consumers)
 	for _, cs := range ch.closedConsumers {
@@ -117,6 +116,13 @@ func (ch *channel) release() {
 	}
 	_ = ch.pubSess.Close()
 	ch.pub, ch.hdr, ch.body = nil, nil, nil
+}
+
+// stop ends the channel's deliveries: number queues nothing more.
+func (ch *channel) stop() {
+	ch.deliverMu.Lock()
+	ch.stopped = true
+	ch.deliverMu.Unlock()
 }
 
 // handle carries out one method on the channel. A returned error closes
@@ -171,6 +177,11 @@ func (ch *channel) handle(m spec.Method) error {
 	case *spec.BasicCancel:
 		return ch.cancel(m)
 	case *spec.BasicPublish:
+		if m.Immediate {
+			// As RabbitMQ 3: a consumer-or-return guarantee the engine
+			// cannot give at send time.
+			return refuse(spec.NotImplemented, m, "immediate=true")
+		}
 		ch.pub = m
 		return nil
 	case *spec.BasicGet:

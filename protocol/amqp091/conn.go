@@ -65,6 +65,7 @@ type conn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	failing   atomic.Bool // a connection.close is on its way
+	opened    atomic.Bool // connection.open-ok is queued
 	ctx       context.Context
 	end       netserve.EndReason
 
@@ -116,10 +117,27 @@ func (c *conn) Run() {
 	})
 }
 
-// Abort closes the connection because the server shuts down.
+// Abort closes the connection because the server shuts down: an open
+// connection is told so with connection.close 320 CONNECTION_FORCED, as
+// RabbitMQ does, and the socket closes once that is written (two seconds
+// at most).
 func (c *conn) Abort() {
 	c.end.Set(engine.ClosedShutdown, nil)
-	c.abort()
+	if !c.opened.Load() {
+		c.abort() // mid-handshake: a close would not be understood
+		return
+	}
+	if c.failing.CompareAndSwap(false, true) {
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case c.out <- outItem{m: &spec.ConnectionClose{ReplyCode: spec.ConnectionForced,
+			ReplyText: replyText(spec.ConnectionForced, "broker forced connection closure with reason 'shutdown'")}, close: true}:
+		case <-c.done:
+		case <-t.C:
+		}
+	}
+	time.AfterFunc(2*time.Second, c.abort)
 }
 
 func (c *conn) abort() {
@@ -433,6 +451,7 @@ func (c *conn) handshake() error {
 		return asAMQPError(err, &open)
 	}
 	c.method(0, &spec.ConnectionOpenOk{})
+	c.opened.Store(true)
 	if b, _ := c.clientCaps["connection.blocked"].(bool); b {
 		go c.watchFlow()
 	}
@@ -576,9 +595,8 @@ func (c *conn) handleFrame(f spec.Frame) (stop bool, err error) {
 	case spec.FrameMethod:
 		m, err := spec.DecodeMethod(f.Payload)
 		if err != nil {
-			if len(f.Payload) >= 4 && spec.NewMethod(binary.BigEndian.Uint16(f.Payload), binary.BigEndian.Uint16(f.Payload[2:])) == nil {
-				return false, refuse(spec.NotImplemented, nil, "unknown method %d.%d",
-					binary.BigEndian.Uint16(f.Payload), binary.BigEndian.Uint16(f.Payload[2:]))
+			if cid, mid, ierr := spec.MethodIDs(f.Payload); ierr == nil && spec.NewMethod(cid, mid) == nil {
+				return false, refuse(spec.NotImplemented, nil, "unknown method %d.%d", cid, mid)
 			}
 			return false, refuse(spec.SyntaxError, nil, "%v", err)
 		}

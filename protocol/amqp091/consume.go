@@ -120,12 +120,7 @@ func (cs *consumer) serverCancel(err error) {
 	}
 	cs.ch.c.srv.releaseExclusive(cs)
 	cs.ch.c.log.Debug("amqp091 consumer cancelled by the server", slog.String("tag", cs.tag), slog.Any("err", err))
-	cs.ch.deliverMu.Lock()
-	defer cs.ch.deliverMu.Unlock()
-	if cs.ch.stopped {
-		return
-	}
-	cs.ch.c.method(cs.ch.id, &spec.BasicCancel{ConsumerTag: cs.tag, NoWait: true})
+	cs.ch.number(outItem{ch: cs.ch.id, m: &spec.BasicCancel{ConsumerTag: cs.tag, NoWait: true}}, nil, nil)
 }
 
 // deliver is the engine listener of a consumer: it numbers the delivery on
@@ -139,26 +134,41 @@ func (cs *consumer) deliver(d message.Delivery) {
 	if !c.budget.Take(size, c.done) {
 		return // the connection ends: the session gives the message back
 	}
-	ch.deliverMu.Lock()
-	if ch.stopped || cs.cancelled.Load() {
-		ch.deliverMu.Unlock()
-		c.budget.Give(size)
-		return
-	}
-	ch.nextTag++
-	tag := ch.nextTag
-	it := outItem{ch: ch.id, props: props, body: body, size: size,
-		m: &spec.BasicDeliver{ConsumerTag: cs.tag, DeliveryTag: tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}}
+	dm := &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}
+	it := outItem{ch: ch.id, props: props, body: body, size: size, m: dm}
+	var u *unacked
 	if cs.noAck {
 		it.auto, it.engTag = cs, d.Tag
 	} else {
-		ch.remember(tag, unacked{sess: cs.sess, engTag: d.Tag})
+		u = &unacked{sess: cs.sess, engTag: d.Tag}
 	}
-	ok := c.send(it)
-	ch.deliverMu.Unlock()
-	if !ok {
+	if !ch.number(it, func(tag uint64) bool { dm.DeliveryTag = tag; return !cs.cancelled.Load() }, u) {
 		c.budget.Give(size)
 	}
+}
+
+// number queues it for the writer in delivery-tag order: with setTag it
+// takes the channel's next tag (setTag puts it in the method, and may
+// refuse: the consumer was cancelled meanwhile), and u, when not nil, is
+// remembered as unacknowledged under it. It reports false, queueing
+// nothing, when the channel has stopped, setTag refused, or the
+// connection is closing.
+func (ch *channel) number(it outItem, setTag func(tag uint64) bool, u *unacked) bool {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	if ch.stopped {
+		return false
+	}
+	if setTag != nil {
+		if !setTag(ch.nextTag + 1) {
+			return false
+		}
+		ch.nextTag++
+		if u != nil {
+			ch.remember(ch.nextTag, *u)
+		}
+	}
+	return ch.c.send(it)
 }
 
 // remember records an unacknowledged delivery.
@@ -311,6 +321,7 @@ func (ch *channel) dropConsumer(tag string, cs *consumer) {
 	cs.cancelled.Store(true)
 	ch.c.srv.releaseExclusive(cs)
 	_ = cs.cons.Close()
+	defer ch.c.srv.consumerGone(cs.dest)
 	if cs.noAck {
 		ch.c.flushWrites()
 		_ = cs.sess.Close()
@@ -397,22 +408,17 @@ func (ch *channel) get(m *spec.BasicGet) error {
 	if after, ok := c.queueInfo(d); ok {
 		left = max(int64(after.Ready), 0)
 	}
-	ch.deliverMu.Lock()
-	ch.nextTag++
-	tag := ch.nextTag
-	it := outItem{ch: ch.id, props: props, body: body,
-		m: &spec.BasicGetOk{DeliveryTag: tag, Redelivered: dl.Redelivered, Exchange: exchange, RoutingKey: key,
-			MessageCount: uint32(min(left, 1<<32-1))}}
+	gm := &spec.BasicGetOk{Redelivered: dl.Redelivered, Exchange: exchange, RoutingKey: key, MessageCount: uint32(min(left, 1<<32-1))}
+	var u *unacked
 	if m.NoAck {
 		// Acknowledged now; its delete is committed with other writes.
 		if _, err := ch.getSess.AcknowledgeConfirm(dl.Tag); err != nil {
 			c.log.Warn("amqp091 basic.get: no-ack acknowledgement failed", slog.Any("err", err))
 		}
 	} else {
-		ch.remember(tag, unacked{sess: ch.getSess, engTag: dl.Tag})
+		u = &unacked{sess: ch.getSess, engTag: dl.Tag}
 	}
-	c.send(it)
-	ch.deliverMu.Unlock()
+	ch.number(outItem{ch: ch.id, props: props, body: body, m: gm}, func(tag uint64) bool { gm.DeliveryTag = tag; return true }, u)
 	return nil
 }
 

@@ -50,6 +50,10 @@ const (
 	kindFanout  = "fanout"
 	kindTopic   = "topic"
 	kindHeaders = "headers"
+	// kindDelayed is the exchange type of RabbitMQ's delayed-message
+	// plugin; argDelayedType says how it routes.
+	kindDelayed    = "x-delayed-message"
+	argDelayedType = "x-delayed-type"
 )
 
 // defsNamespace is the engine definitions namespace of this server.
@@ -70,7 +74,16 @@ type exchange struct {
 	autoDelete bool
 	internal   bool
 	builtin    bool
+	delayed    bool // declared as x-delayed-message, routing as kind
 	bindings   []*binding
+}
+
+// declared is the type the exchange was declared with.
+func (e *exchange) declared() string {
+	if e.delayed {
+		return kindDelayed
+	}
+	return e.kind
 }
 
 // binding routes an exchange's messages to a queue or another exchange.
@@ -112,6 +125,7 @@ func newExchanges(eng *engine.Broker, log *slog.Logger) *exchanges {
 // definition is the stored form of a durable exchange or binding.
 type definition struct {
 	Kind       string     `json:"kind,omitempty"` // exchange type; empty for a binding
+	Delayed    bool       `json:"delayed,omitempty"`
 	AutoDelete bool       `json:"auto_delete,omitempty"`
 	Internal   bool       `json:"internal,omitempty"`
 	Source     string     `json:"source,omitempty"`
@@ -156,7 +170,7 @@ func (x *exchanges) recover(ctx context.Context) error {
 	x.mu.Lock()
 	for _, d := range exs {
 		if _, ok := x.all[d.Source]; !ok {
-			x.all[d.Source] = &exchange{name: d.Source, kind: d.Kind, durable: true, autoDelete: d.AutoDelete, internal: d.Internal}
+			x.all[d.Source] = &exchange{name: d.Source, kind: d.Kind, delayed: d.Delayed, durable: true, autoDelete: d.AutoDelete, internal: d.Internal}
 		}
 	}
 	x.mu.Unlock()
@@ -456,8 +470,21 @@ func (x *exchanges) dropWhere(drop func(*binding) bool) {
 
 // declare makes an exchange, or checks that the one of that name matches.
 func (x *exchanges) declare(ctx context.Context, m *spec.ExchangeDeclare) error {
+	kind := m.Type
 	switch m.Type {
 	case kindDirect, kindFanout, kindTopic, kindHeaders:
+	case kindDelayed:
+		// RabbitMQ's delayed-message plugin: routes as x-delayed-type;
+		// the x-delay header of each message is honoured on every
+		// exchange anyway.
+		kind, _ = m.Arguments[argDelayedType].(string)
+		switch kind {
+		case kindDirect, kindFanout, kindTopic, kindHeaders:
+		default:
+			if !m.Passive {
+				return refuse(spec.PreconditionFailed, m, "invalid argument '%s': '%v' is not an exchange type", argDelayedType, m.Arguments[argDelayedType])
+			}
+		}
 	default:
 		if !m.Passive {
 			return refuse(spec.CommandInvalid, m, "unknown exchange type '%s'", m.Type)
@@ -467,8 +494,8 @@ func (x *exchanges) declare(ctx context.Context, m *spec.ExchangeDeclare) error 
 	e := x.all[m.Exchange]
 	if e != nil {
 		x.mu.Unlock()
-		if !m.Passive && (e.kind != m.Type || (!e.builtin && e.durable != m.Durable)) {
-			return refuse(spec.PreconditionFailed, m, "inequivalent arg 'type' or 'durable' for exchange '%s': received '%s', current is '%s'", m.Exchange, m.Type, e.kind)
+		if !m.Passive && (e.declared() != m.Type || (!e.builtin && e.durable != m.Durable)) {
+			return refuse(spec.PreconditionFailed, m, "inequivalent arg 'type' or 'durable' for exchange '%s': received '%s', current is '%s'", m.Exchange, m.Type, e.declared())
 		}
 		return nil
 	}
@@ -480,11 +507,14 @@ func (x *exchanges) declare(ctx context.Context, m *spec.ExchangeDeclare) error 
 		x.mu.Unlock()
 		return refuse(spec.AccessRefused, m, "exchange name '%s' contains reserved prefix 'amq.*'", m.Exchange)
 	}
-	e = &exchange{name: m.Exchange, kind: m.Type, durable: m.Durable, autoDelete: m.AutoDelete, internal: m.Internal}
+	e = &exchange{name: m.Exchange, kind: kind, durable: m.Durable, autoDelete: m.AutoDelete, internal: m.Internal}
+	if m.Type == kindDelayed {
+		e.delayed = true
+	}
 	x.all[m.Exchange] = e
 	x.mu.Unlock()
 	if e.durable {
-		v, _ := json.Marshal(definition{Kind: e.kind, AutoDelete: e.autoDelete, Internal: e.internal})
+		v, _ := json.Marshal(definition{Kind: e.kind, Delayed: e.delayed, AutoDelete: e.autoDelete, Internal: e.internal})
 		return x.eng.PutDefinition(ctx, defsNamespace, exchangeKey(e.name), v)
 	}
 	return nil

@@ -122,7 +122,9 @@ func TestDelayPriorityExpiration(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	publish(t, ch, "", "p", amqp.Publishing{Body: []byte("delayed"), Headers: amqp.Table{"x-delay": int32(300)}})
+	// Priority 0: should a loaded machine start the consumer after the
+	// delay, the delayed message still comes after the others.
+	publish(t, ch, "", "p", amqp.Publishing{Body: []byte("delayed"), Priority: 0, Headers: amqp.Table{"x-delay": int32(500)}})
 	for i, prio := range []uint8{1, 8, 4} {
 		publish(t, ch, "", "p", amqp.Publishing{Body: []byte(fmt.Sprint("prio", prio)), Priority: prio, MessageId: fmt.Sprint(i)})
 	}
@@ -141,7 +143,7 @@ func TestDelayPriorityExpiration(t *testing.T) {
 		}
 	}
 	d := next(t, ds)
-	if string(d.Body) != "delayed" || time.Since(start) < 300*time.Millisecond {
+	if string(d.Body) != "delayed" || time.Since(start) < 500*time.Millisecond {
 		t.Fatalf("got %q after %s", d.Body, time.Since(start))
 	}
 	if _, ok := d.Headers["JMSDeliveryTime"]; !ok {
@@ -165,6 +167,14 @@ func TestConnectionBlocked(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no connection.blocked")
 	}
+	// A publish while blocked waits: the server reads no further.
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("held", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "", "held", amqp.Publishing{Body: []byte("held back")})
+	time.Sleep(100 * time.Millisecond)
+	waitDepth(t, eng, "held", 0)
 	eng.Flow().SetDiskAlarm(false, 1000, 100)
 	select {
 	case b := <-blocked:
@@ -174,6 +184,7 @@ func TestConnectionBlocked(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no connection.unblocked")
 	}
+	waitDepth(t, eng, "held", 1)
 }
 
 // nack with multiple settles every delivery up to the tag; the absolute
@@ -270,5 +281,38 @@ func TestExclusiveConsumer(t *testing.T) {
 	}
 	if _, err := ch.Consume("solo", "", false, true, false, false, nil); amqpCode(err) != 403 {
 		t.Fatalf("exclusive consumer beside another: %v, want 403", err)
+	}
+}
+
+// Applications written for RabbitMQ's delayed-message plugin declare an
+// x-delayed-message exchange and publish with x-delay.
+func TestDelayedMessageExchange(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if err := ch.ExchangeDeclare("later", "x-delayed-message", true, false, false, false, amqp.Table{"x-delayed-type": "direct"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("jobs", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("jobs", "run", "later", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	publish(t, ch, "later", "run", amqp.Publishing{Body: []byte("job"), Headers: amqp.Table{"x-delay": int64(300)}})
+	ds, err := ch.Consume("jobs", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := next(t, ds); string(d.Body) != "job" || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("got %q after %s", d.Body, time.Since(start))
+	}
+	if err := ch.ExchangeDeclare("later", "direct", true, false, false, false, nil); amqpCode(err) != 406 {
+		t.Fatalf("redeclare with another type: %v, want 406", err)
+	}
+	ch = channel(t, c)
+	if err := ch.ExchangeDeclare("bad", "x-delayed-message", true, false, false, false, nil); amqpCode(err) != 406 {
+		t.Fatalf("x-delayed-message without x-delayed-type: %v, want 406", err)
 	}
 }

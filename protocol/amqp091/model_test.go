@@ -154,7 +154,7 @@ func TestGetNackRejectRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again amqp.Delivery
-	for range 100 {
+	for range 500 {
 		if again, ok, err = ch.Get("g", false); err != nil || ok {
 			break
 		}
@@ -439,5 +439,89 @@ func TestConfirmNackOnStoreFailure(t *testing.T) {
 	}
 	if got, want := drain(t, ch, "faulty"), []string{"kept", "kept too"}; !equal(got, want) {
 		t.Fatalf("queue holds %v, want %v", got, want)
+	}
+}
+
+// An auto-delete queue goes when its last consumer does, not before it
+// had one.
+func TestAutoDeleteQueue(t *testing.T) {
+	addr, eng := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("ad", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool {
+		_, err := eng.DestinationInfo(message.Destination{Kind: message.Queue, Name: "ad"})
+		return err == nil
+	}
+	if _, err := ch.Consume("ad", "one", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := channel(t, c)
+	if _, err := other.Consume("ad", "two", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Cancel("one", false); err != nil {
+		t.Fatal(err)
+	}
+	if !exists() {
+		t.Fatal("deleted while a consumer was left")
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for exists() {
+		if time.Now().After(deadline) {
+			t.Fatal("auto-delete queue still there after its last consumer left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Declared and never consumed: it stays.
+	if _, err := ch.QueueDeclare("ad", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := ch.Get("ad", true); ok || err != nil {
+		t.Fatalf("get: %v %v", ok, err)
+	}
+	if !exists() {
+		t.Fatal("an auto-delete queue without consumers was deleted")
+	}
+}
+
+// Closing a channel (or its connection) gives its unacknowledged
+// deliveries back: another consumer gets them, flagged redelivered.
+func TestChannelCloseReturnsUnacked(t *testing.T) {
+	addr, _ := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	ch := channel(t, c)
+	if _, err := ch.QueueDeclare("back", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		publish(t, ch, "", "back", amqp.Publishing{Body: []byte(fmt.Sprint(i))})
+	}
+	first := channel(t, c)
+	ds, err := first.Consume("back", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		next(t, ds)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := channel(t, dial(t, addr))
+	ods, err := other.Consume("back", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d := next(t, ods)
+		if !d.Redelivered || string(d.Body) != fmt.Sprint(i) {
+			t.Fatalf("after close: %q redelivered %v", d.Body, d.Redelivered)
+		}
 	}
 }

@@ -87,6 +87,9 @@ func (ch *channel) queueDeclare(m *spec.QueueDeclare) error {
 	if !ok {
 		return refuse(spec.NotFound, m, "no queue '%s'", name)
 	}
+	if m.AutoDelete && !m.Passive && d.Kind == message.Queue {
+		c.srv.markAutoDelete(d)
+	}
 	if !m.NoWait {
 		c.method(ch.id, &spec.QueueDeclareOk{Queue: name, MessageCount: uint32(min(info.Messages, 1<<32-1)),
 			ConsumerCount: uint32(info.Consumers)})

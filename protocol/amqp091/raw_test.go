@@ -126,6 +126,7 @@ func TestMalformedInput(t *testing.T) {
 		{"channel method on channel 0", spec.AppendMethodFrame(nil, 0, &spec.BasicQos{}), spec.CommandInvalid, true},
 		{"consume from a missing queue", spec.AppendMethodFrame(nil, 1, &spec.BasicConsume{Queue: "missing"}), spec.NotFound, false},
 		{"unknown exchange", append(spec.AppendMethodFrame(nil, 1, &spec.BasicPublish{Exchange: "nope"}), spec.AppendHeaderFrame(nil, 1, &spec.ContentHeader{ClassID: spec.ClassBasic})...), spec.NotFound, false},
+		{"immediate publish", spec.AppendMethodFrame(nil, 1, &spec.BasicPublish{RoutingKey: "q", Immediate: true}), spec.NotImplemented, true},
 		{"reserved queue name", spec.AppendMethodFrame(nil, 1, &spec.QueueDeclare{Queue: "amq.mine"}), spec.AccessRefused, false},
 		{"exclusive declare of a shared queue", spec.AppendMethodFrame(spec.AppendMethodFrame(nil, 1, &spec.QueueDeclare{Queue: "shared"}), 1, &spec.QueueDeclare{Queue: "shared", Exclusive: true}), spec.ResourceLocked, false},
 		{"unknown delivery tag", spec.AppendMethodFrame(nil, 1, &spec.BasicAck{DeliveryTag: 5}), spec.PreconditionFailed, false},

@@ -132,8 +132,44 @@ type Server struct {
 	group netserve.Group[*conn]
 	ex    *exchanges
 
-	mu        sync.Mutex // guards exclusive
-	exclusive map[message.Destination]*consumer
+	mu         sync.Mutex // guards exclusive and autoDelete
+	exclusive  map[message.Destination]*consumer
+	autoDelete map[message.Destination]bool
+}
+
+// markAutoDelete records that queue d was declared auto-delete: it goes
+// when its last consumer does (consumerGone).
+func (s *Server) markAutoDelete(d message.Destination) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.autoDelete == nil {
+		s.autoDelete = map[message.Destination]bool{}
+	}
+	s.autoDelete[d] = true
+}
+
+// consumerGone deletes auto-delete queue d once it has no consumer left
+// (on any protocol), as RabbitMQ does when the last consumer of such a
+// queue is cancelled or its channel closes. A queue that never had a
+// consumer stays.
+func (s *Server) consumerGone(d message.Destination) {
+	s.mu.Lock()
+	auto := s.autoDelete[d]
+	s.mu.Unlock()
+	if !auto {
+		return
+	}
+	if info, err := s.eng.DestinationInfo(d); err != nil || info.Consumers > 0 {
+		return
+	}
+	s.mu.Lock()
+	delete(s.autoDelete, d)
+	s.mu.Unlock()
+	if err := s.eng.DeleteDestination(context.Background(), d); err != nil {
+		s.opts.Logger.Warn("amqp091: auto-delete queue not deleted", slog.String("queue", d.Name), slog.Any("err", err))
+		return
+	}
+	s.ex.unbindQueue(d)
 }
 
 // claimExclusive records cs as the exclusive consumer of d (basic.consume

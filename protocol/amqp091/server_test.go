@@ -153,3 +153,36 @@ func TestPublishConsumeAck(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A server shutting down tells its clients: connection.close 320.
+func TestShutdownClosesWithConnectionForced(t *testing.T) {
+	eng, err := engine.New(context.Background(), engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := amqp091.NewServer(eng, amqp091.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	c, err := amqp.Dial(url(ln.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-closed:
+		if e == nil || e.Code != 320 {
+			t.Fatalf("closed with %v, want 320 CONNECTION_FORCED", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client was not told")
+	}
+}
