@@ -24,9 +24,10 @@ import (
 //     closes;
 //   - a temporary queue is a server-named exclusive queue (amq.gen-…),
 //     which any connection can publish to;
-//   - every publish is mandatory, on a channel in confirm mode: a send
-//     returns once the broker confirmed it, and a basic.return (312
-//     NO_ROUTE) or basic.nack, or a channel.close, is a refusal;
+//   - every publish is on a channel in confirm mode, and mandatory but to
+//     amq.topic (a topic without subscribers is no error): a send returns
+//     once the broker confirmed it, and a basic.return (312 NO_ROUTE), a
+//     basic.nack or a channel.close is a refusal;
 //   - basic properties: delivery-mode 2 = PERSISTENT, priority,
 //     expiration (relative ms; on delivery the time left), correlation-id,
 //     type (JMSType), reply-to (a queue name, amq.gen-…, or the STOMP form
@@ -344,7 +345,10 @@ func (c *amqp091Conn) Send(ctx context.Context, d Dest, m *Message, tx Tx) error
 			drained = true
 		}
 	}
-	dc, err := c.pub.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, p)
+	// Mandatory to a queue, whose absence is then a refusal; not to a
+	// topic, which a publish reaches with or without subscribers.
+	mandatory := exchange != x9TopicExchange
+	dc, err := c.pub.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, p)
 	if err != nil {
 		return c.publishErr(err)
 	}

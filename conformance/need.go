@@ -78,9 +78,6 @@ const (
 	// NeedNoLocal: a noLocal topic subscriber gets nothing its own
 	// connection published.
 	NeedNoLocal Need = "no-local"
-	// NeedSharedNonDurable: a shared non-durable subscription ends with its
-	// last consumer.
-	NeedSharedNonDurable Need = "shared-non-durable-ends"
 )
 
 // needDocs says what each need asks of the broker, for reports and the
@@ -112,7 +109,6 @@ var needDocs = map[Need]string{
 	NeedSharedSubscriptions:        "JMS 2.0 shared subscriptions",
 	NeedXPathSelector:              "JMS_BEA_SELECT('xpath', …) selectors",
 	NeedNoLocal:                    "a noLocal topic subscriber gets nothing its own connection published",
-	NeedSharedNonDurable:           "a shared non-durable subscription ends with its last consumer",
 }
 
 // configNeeds are the needs met by destination configuration: the profile

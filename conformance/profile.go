@@ -137,9 +137,6 @@ func SluiceProfile() *Profile {
 			NeedNoLocal: "the 0-9-1 front-end ignores basic.consume no-local on a queue bound to amq.topic: " +
 				"the topic subscription behind the binding is made without noLocal, so a subscriber gets " +
 				"what its own connection published",
-			NeedSharedNonDurable: "the 0-9-1 front-end accepts auto-delete queues without acting on them " +
-				"(docs/amqp091.md, Not done), so the auto-delete queue of a shared non-durable subscription " +
-				"outlives its last consumer",
 		}},
 		Config: sluiceConfig,
 		Slack:  1,

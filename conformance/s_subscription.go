@@ -164,7 +164,7 @@ func init() {
 			Title:  "consumers of a shared non-durable subscription split its messages; it ends with its last consumer",
 			Checks: "JMS 2.0, shared non-durable subscriptions (createSharedConsumer)",
 			Expect: "two consumers together receive each of six messages once; after both close, nothing published meanwhile is kept",
-			Needs:  []Need{NeedSharedSubscriptions, NeedSharedNonDurable},
+			Needs:  []Need{NeedSharedSubscriptions},
 			Run: func(t *T) {
 				sharedSplit(t, false)
 			},
