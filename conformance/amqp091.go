@@ -220,13 +220,10 @@ func (c *amqp091Conn) declareQueue(ctx context.Context, name string) error {
 	})
 }
 
-// target is the exchange and routing key of a destination.
+// amqp091Target is the exchange and routing key of a destination.
 func amqp091Target(d Dest) (exchange, key string, err error) {
 	switch d.Kind {
 	case Queue:
-		if d.Addr != "" && d.Proto == "amqp091" {
-			return "", d.Addr, nil
-		}
 		return "", d.Name, nil
 	case Topic:
 		return x9TopicExchange, d.Name, nil
