@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/enginetest"
+	"github.com/sluicemq/sluice/engine/message"
 )
 
 // Definitions are kept per namespace across a restart, replaced and
@@ -51,5 +52,46 @@ func TestDefinitions(t *testing.T) {
 	}
 	if got := list(b, "none"); got != "" {
 		t.Fatalf("an empty namespace lists %q", got)
+	}
+}
+
+func TestExistsAndHasSubscriptions(t *testing.T) {
+	b, err := engine.New(context.Background(), engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := message.Destination{Kind: message.Topic, Name: "t"}
+	if b.DestinationExists(topic) || b.HasSubscriptions(topic) {
+		t.Fatal("a topic that does not exist")
+	}
+	if _, err := b.CreateDestination(context.Background(), topic); err != nil {
+		t.Fatal(err)
+	}
+	if !b.DestinationExists(topic) || b.HasSubscriptions(topic) {
+		t.Fatal("a new topic: exists, without subscriptions")
+	}
+	conn, err := b.Connect(engine.ConnectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sess, err := conn.CreateSession(engine.AutoAcknowledge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := sess.CreateConsumer(topic, engine.ConsumerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.HasSubscriptions(topic) {
+		t.Fatal("a subscriber's subscription not seen")
+	}
+	_ = cons.Close()
+	if b.HasSubscriptions(topic) {
+		t.Fatal("a closed subscriber's subscription still seen")
+	}
+	if b.HasSubscriptions(message.Destination{Kind: message.Queue, Name: "t"}) {
+		t.Fatal("a queue has no subscriptions")
 	}
 }

@@ -506,7 +506,7 @@ func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
 // Engine returns the engine, for embedding and tests.
 func (b *Broker) Engine() *engine.Broker { return b.engine }
 
-// Addr returns the bound address of a listener ("stomp", "amqp", "stomps",
+// Addr returns the bound address of a listener ("stomp", "amqp", "amqp091", "stomps",
 // "amqps", "admin", "websocket"), or nil when it is not enabled.
 func (b *Broker) Addr(name string) net.Addr {
 	b.mu.Lock()

@@ -209,7 +209,12 @@ func (c *conn) writeLoop() {
 			if it.m != nil {
 				buf = spec.AppendMethodFrame(buf, it.ch, it.m)
 				if it.props != nil {
-					buf = appendContent(buf, it.ch, frameMax, it.props, it.body)
+					var trimmed bool
+					buf, trimmed = appendContent(buf, it.ch, frameMax, it.props, it.body)
+					if trimmed {
+						c.log.Warn("amqp091: a delivery's headers did not fit in one frame of frame-max and were left out",
+							slog.Int("frame_max", int(frameMax)))
+					}
 				}
 			}
 			if it.auto != nil {
@@ -261,17 +266,26 @@ func (c *conn) writeLoop() {
 }
 
 // appendContent appends the content header frame and the body frames of a
-// message, each body frame at most frameMax octets.
-func appendContent(b []byte, ch uint16, frameMax uint32, props *spec.BasicProperties, body []byte) []byte {
+// message, each frame at most frameMax octets. The header must fit in one
+// frame: when the properties of a message from another protocol are too
+// many for the client's frame-max, its headers table is left out
+// (trimmed reports it) rather than sending a frame the client refuses.
+func appendContent(b []byte, ch uint16, frameMax uint32, props *spec.BasicProperties, body []byte) (_ []byte, trimmed bool) {
 	h := spec.ContentHeader{ClassID: spec.ClassBasic, BodySize: uint64(len(body)), Properties: *props}
-	b = spec.AppendFrame(b, spec.FrameHeader, ch, spec.AppendContentHeader(nil, &h))
+	hp := spec.AppendContentHeader(nil, &h)
+	if len(hp)+frameOverhead > int(frameMax) {
+		h.Properties.Headers = nil
+		h.Properties.Flags &^= spec.FlagHeaders
+		hp, trimmed = spec.AppendContentHeader(hp[:0], &h), true
+	}
+	b = spec.AppendFrame(b, spec.FrameHeader, ch, hp)
 	chunk := int(frameMax) - frameOverhead
 	for len(body) > 0 {
 		n := min(chunk, len(body))
 		b = spec.AppendFrame(b, spec.FrameBody, ch, body[:n])
 		body = body[n:]
 	}
-	return b
+	return b, trimmed
 }
 
 // readLoop runs the handshake, then reads frames until the connection

@@ -99,13 +99,20 @@ type binding struct {
 }
 
 // exchanges is the server's exchange table. mu guards it; a binding's
-// bridge is started and stopped outside it.
+// bridge is started and stopped outside it, under opMu, which makes each
+// change of the table (declare, delete, bind, unbind) one step, so that
+// two clients binding the same queue at once start one bridge.
+//
+// Lock order: opMu, then mu; mu is held while asking the engine about a
+// destination (routing), never the other way round: the engine calls in
+// only from a bridge's listener, which takes no lock of the table.
 type exchanges struct {
 	eng *engine.Broker
 	log *slog.Logger
 
-	mu  sync.RWMutex
-	all map[string]*exchange
+	opMu sync.Mutex
+	mu   sync.RWMutex
+	all  map[string]*exchange
 
 	bridgeMu   sync.Mutex // guards bridgeConn
 	bridgeConn *engine.Connection
@@ -239,7 +246,7 @@ func (x *exchanges) routeLocked(c *conn, e *exchange, key string, headers spec.T
 		// The JMS topic, when it exists: its subscriptions, bridged
 		// bindings among them, take it.
 		t := message.Destination{Kind: message.Topic, Name: key}
-		if info, err := x.eng.DestinationInfo(t); err == nil && info.Subscriptions > 0 {
+		if x.eng.HasSubscriptions(t) {
 			add(t)
 		}
 	}
@@ -348,6 +355,8 @@ func hasWildcard(key string) bool {
 // recovery), starting its bridge on amq.topic, and stores it when both
 // ends are durable and store is set.
 func (x *exchanges) bind(ctx context.Context, c *conn, source string, b *binding, store bool) error {
+	x.opMu.Lock()
+	defer x.opMu.Unlock()
 	x.mu.Lock()
 	e := x.all[source]
 	if e == nil {
@@ -389,6 +398,8 @@ func (x *exchanges) bind(ctx context.Context, c *conn, source string, b *binding
 // unbind removes the bindings of source that match (queue or exchange,
 // key, args).
 func (x *exchanges) unbind(ctx context.Context, source string, queue message.Destination, exch, key string, args spec.Table) error {
+	x.opMu.Lock()
+	defer x.opMu.Unlock()
 	x.mu.Lock()
 	e := x.all[source]
 	if e == nil {
@@ -438,6 +449,13 @@ func (x *exchanges) unbindOwner(c *conn) {
 }
 
 func (x *exchanges) dropWhere(drop func(*binding) bool) {
+	x.opMu.Lock()
+	defer x.opMu.Unlock()
+	x.dropWhereOp(drop)
+}
+
+// dropWhereOp is dropWhere for a caller holding opMu.
+func (x *exchanges) dropWhereOp(drop func(*binding) bool) {
 	type gone struct {
 		source string
 		b      []*binding
@@ -470,6 +488,8 @@ func (x *exchanges) dropWhere(drop func(*binding) bool) {
 
 // declare makes an exchange, or checks that the one of that name matches.
 func (x *exchanges) declare(ctx context.Context, m *spec.ExchangeDeclare) error {
+	x.opMu.Lock()
+	defer x.opMu.Unlock()
 	kind := m.Type
 	switch m.Type {
 	case kindDirect, kindFanout, kindTopic, kindHeaders:
@@ -523,6 +543,8 @@ func (x *exchanges) declare(ctx context.Context, m *spec.ExchangeDeclare) error 
 // remove deletes a declared exchange with its bindings, and the bindings
 // of other exchanges to it.
 func (x *exchanges) remove(ctx context.Context, m *spec.ExchangeDelete) error {
+	x.opMu.Lock()
+	defer x.opMu.Unlock()
 	x.mu.Lock()
 	e := x.all[m.Exchange]
 	if e == nil {
@@ -542,7 +564,7 @@ func (x *exchanges) remove(ctx context.Context, m *spec.ExchangeDelete) error {
 	e.bindings = nil
 	x.mu.Unlock()
 	err := x.dropBindings(ctx, m.Exchange, own)
-	x.dropWhere(func(b *binding) bool { return b.exchange == m.Exchange })
+	x.dropWhereOp(func(b *binding) bool { return b.exchange == m.Exchange })
 	if e.durable {
 		err = errors.Join(err, x.eng.DeleteDefinition(ctx, defsNamespace, exchangeKey(e.name)))
 	}

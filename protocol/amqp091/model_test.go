@@ -525,3 +525,37 @@ func TestChannelCloseReturnsUnacked(t *testing.T) {
 		}
 	}
 }
+
+// A message whose properties do not fit in one frame of the client's
+// frame-max still arrives, without its headers table.
+func TestHeadersTooLargeForFrameMax(t *testing.T) {
+	addr, eng := startServer(t, engine.Config{}, amqp091.Options{MaxFrameSize: 4096})
+	ch := channel(t, dial(t, addr))
+	if _, err := ch.QueueDeclare("wide", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := eng.Connect(engine.ConnectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sess, err := conn.CreateSession(engine.AutoAcknowledge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := sess.CreateProducer(message.Destination{Kind: message.Queue, Name: "wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &message.Message{Body: message.TextBody("wide"), CorrelationID: "kept"}
+	for i := range 100 {
+		m.Props.SetUnchecked(fmt.Sprintf("p%03d", i), message.StringValue(string(make([]byte, 64))))
+	}
+	if err := prod.Send(context.Background(), m, engine.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := ch.Get("wide", true)
+	if err != nil || !ok || string(d.Body) != "wide" || d.CorrelationId != "kept" || len(d.Headers) != 0 {
+		t.Fatalf("get: ok %v err %v body %q corr %q headers %d", ok, err, d.Body, d.CorrelationId, len(d.Headers))
+	}
+}
