@@ -212,3 +212,32 @@ func TestAMQPUnavailableIsNotAFailure(t *testing.T) {
 		t.Fatalf("cell %+v, failed %v", r, rep.Failed())
 	}
 }
+
+// TestAMQP091UnavailableIsNotAFailure is the same for AMQP 0-9-1: a port
+// that answers nothing makes its cells, and the cross cells with it,
+// "unavailable".
+func TestAMQP091UnavailableIsNotAFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	o := conformance.Options{Drivers: map[string]conformance.Driver{}, Unavailable: map[string]string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conformance.Probe(ctx, map[string]conformance.Driver{"amqp091": conformance.NewAMQP091(addr, conformance.AMQP091Options{})}, o.Drivers, o.Unavailable)
+	if _, ok := o.Drivers["amqp091"]; ok || !strings.Contains(o.Unavailable["amqp091"], "AMQP 0-9-1 listener not available") {
+		t.Fatalf("probe of a closed port: drivers %v, unavailable %q", o.Drivers, o.Unavailable)
+	}
+	scenarios, _ := conformance.Select(conformance.All(), "*/headers-and-properties")
+	rep := conformance.Run(ctx, scenarios, o)
+	for _, col := range []string{"stomp→amqp091", "amqp091→amqp"} {
+		if r := rep.Rows[0].Results[col]; r.Status != conformance.Unavailable {
+			t.Errorf("cell %s: %+v", col, r)
+		}
+	}
+	if rep.Failed() {
+		t.Fatal("the run failed")
+	}
+}
