@@ -227,7 +227,7 @@ type ConnOptions struct {
 
 // Driver speaks one wire protocol to one broker address.
 type Driver interface {
-	// Protocol is "stomp" or "amqp".
+	// Protocol is "stomp", "amqp" (AMQP 1.0) or "amqp091" (AMQP 0-9-1).
 	Protocol() string
 	// Addr is the broker address the driver dials.
 	Addr() string

@@ -113,6 +113,13 @@ func (p *inProcess) options() conformance.Options {
 	} else {
 		o.Unavailable["amqp"] = "AMQP listener not available: the in-process Sluice serves no AMQP 1.0 listener yet (internal/broker binds none until the protocol/amqp front-end lands)"
 	}
+	// AMQP 0-9-1 is served on the AMQP port beside AMQP 1.0 (the protocol
+	// header says which).
+	if a := p.cfg.Listeners.AMQP; a != "" {
+		o.Drivers["amqp091"] = conformance.NewAMQP091(a, conformance.AMQP091Options{})
+	} else {
+		o.Unavailable["amqp091"] = "AMQP 0-9-1 listener not available: the in-process Sluice serves no AMQP listener"
+	}
 	return o
 }
 
@@ -148,7 +155,8 @@ func TestSuiteAgainstInProcessSluice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lacks := conformance.SluiceProfile().Lacks
+	prof := conformance.SluiceProfile()
+	lacks := prof.Lacks
 	for _, row := range rep.Rows {
 		for col, r := range row.Results {
 			switch r.Status {
@@ -159,6 +167,11 @@ func TestSuiteAgainstInProcessSluice(t *testing.T) {
 				for _, n := range row.Needs {
 					if _, lacked := lacks[n]; lacked || (n == conformance.NeedAdminDelete && o.Admin == nil) {
 						ok = true
+					}
+					for _, proto := range strings.Split(col, "→") {
+						if _, lacked := prof.LacksOn[proto][n]; lacked {
+							ok = true
+						}
 					}
 				}
 				if !ok {
@@ -197,5 +210,34 @@ func TestAMQPUnavailableIsNotAFailure(t *testing.T) {
 	rep := conformance.Run(ctx, scenarios, o)
 	if r := rep.Rows[0].Results["amqp"]; r.Status != conformance.Unavailable || rep.Failed() {
 		t.Fatalf("cell %+v, failed %v", r, rep.Failed())
+	}
+}
+
+// TestAMQP091UnavailableIsNotAFailure is the same for AMQP 0-9-1: a port
+// that answers nothing makes its cells, and the cross cells with it,
+// "unavailable".
+func TestAMQP091UnavailableIsNotAFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	o := conformance.Options{Drivers: map[string]conformance.Driver{}, Unavailable: map[string]string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conformance.Probe(ctx, map[string]conformance.Driver{"amqp091": conformance.NewAMQP091(addr, conformance.AMQP091Options{})}, o.Drivers, o.Unavailable)
+	if _, ok := o.Drivers["amqp091"]; ok || !strings.Contains(o.Unavailable["amqp091"], "AMQP 0-9-1 listener not available") {
+		t.Fatalf("probe of a closed port: drivers %v, unavailable %q", o.Drivers, o.Unavailable)
+	}
+	scenarios, _ := conformance.Select(conformance.All(), "*/headers-and-properties")
+	rep := conformance.Run(ctx, scenarios, o)
+	for _, col := range []string{"stomp→amqp091", "amqp091→amqp"} {
+		if r := rep.Rows[0].Results[col]; r.Status != conformance.Unavailable {
+			t.Errorf("cell %s: %+v", col, r)
+		}
+	}
+	if rep.Failed() {
+		t.Fatal("the run failed")
 	}
 }

@@ -11,9 +11,10 @@
 //     durable or shared subscription name, noLocal and a prefetch window;
 //     browse; receive with a timeout; acknowledge, NACK, reject, release or
 //     recover; begin, commit and roll back. A driver maps them onto one wire
-//     protocol: STOMP (stomp.go, over go-stomp's frame codec) and AMQP 1.0
+//     protocol: STOMP (stomp.go, over go-stomp's frame codec), AMQP 1.0
 //     (amqp.go, over github.com/Azure/go-amqp), following
-//     /work/shared/CONVENTIONS.md. What a protocol cannot say, a driver
+//     /work/shared/CONVENTIONS.md, and AMQP 0-9-1 (amqp091.go, over
+//     github.com/rabbitmq/amqp091-go), following docs/amqp091.md. What a protocol cannot say, a driver
 //     refuses with a NotExpressible error and its reason; the scenario is
 //     then reported "not expressible", never skipped silently.
 //

@@ -75,6 +75,9 @@ const (
 	NeedSharedSubscriptions Need = "shared-subscriptions"
 	// NeedXPathSelector: WebLogic's JMS_BEA_SELECT('xpath', …) selectors.
 	NeedXPathSelector Need = "xpath-selector"
+	// NeedNoLocal: a noLocal topic subscriber gets nothing its own
+	// connection published.
+	NeedNoLocal Need = "no-local"
 )
 
 // needDocs says what each need asks of the broker, for reports and the
@@ -105,6 +108,7 @@ var needDocs = map[Need]string{
 	NeedMessageRedeliveryLimit:     "a producer's JMSRedeliveryLimit",
 	NeedSharedSubscriptions:        "JMS 2.0 shared subscriptions",
 	NeedXPathSelector:              "JMS_BEA_SELECT('xpath', …) selectors",
+	NeedNoLocal:                    "a noLocal topic subscriber gets nothing its own connection published",
 }
 
 // configNeeds are the needs met by destination configuration: the profile

@@ -25,7 +25,7 @@ func Probe(ctx context.Context, candidates map[string]Driver, available map[stri
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				unavailable[proto] = fmt.Sprintf("%s listener not available at %s: %s", strings.ToUpper(proto), d.Addr(), oneLine(err.Error(), 200))
+				unavailable[proto] = fmt.Sprintf("%s listener not available at %s: %s", protoLabel(proto), d.Addr(), oneLine(err.Error(), 200))
 				return
 			}
 			_ = c.Close()
@@ -33,4 +33,12 @@ func Probe(ctx context.Context, candidates map[string]Driver, available map[stri
 		}()
 	}
 	wg.Wait()
+}
+
+// protoLabel is a protocol's name in messages: STOMP, AMQP (1.0), AMQP 0-9-1.
+func protoLabel(proto string) string {
+	if proto == "amqp091" {
+		return "AMQP 0-9-1"
+	}
+	return strings.ToUpper(proto)
 }

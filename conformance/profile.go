@@ -27,7 +27,8 @@ type Profile struct {
 	// Lacks maps needs the broker does not meet, on every protocol, to the
 	// reason.
 	Lacks map[Need]string
-	// LacksOn is Lacks for one protocol ("stomp", "amqp").
+	// LacksOn is Lacks for one protocol ("stomp", "amqp", "amqp091"): a
+	// broker's known failures on that protocol's front-end.
 	LacksOn map[string]map[Need]string
 	// Config is the broker configuration the profile assumes (for
 	// `sluice conformance --show-config`).
@@ -130,7 +131,13 @@ func SluiceProfile() *Profile {
 		},
 		// Deleting destinations needs the admin API (--admin); the
 		// runner finds out whether the broker has one.
-		Lacks:  map[Need]string{},
+		Lacks: map[Need]string{},
+		// Known failures of the 0-9-1 front-end (docs/amqp091.md).
+		LacksOn: map[string]map[Need]string{"amqp091": {
+			NeedNoLocal: "the 0-9-1 front-end ignores basic.consume no-local on a queue bound to amq.topic: " +
+				"the topic subscription behind the binding is made without noLocal, so a subscriber gets " +
+				"what its own connection published",
+		}},
 		Config: sluiceConfig,
 		Slack:  1,
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // statusOrder is the order statuses are counted and shown in.
@@ -81,6 +82,12 @@ func (r *Report) WriteText(w io.Writer, details bool) error {
 	for _, row := range r.Rows {
 		width = max(width, len(row.ID))
 	}
+	// A column is as wide as its name and a space, at least 12 (fmt pads
+	// by runes, so "→" counts as one).
+	colw := 12
+	for _, c := range cols {
+		colw = max(colw, utf8.RuneCountInString(c.Name)+1)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "conformance: profile %s, %d scenarios, %.1fs\n", r.Profile, len(r.Rows), r.Seconds)
 	for _, l := range r.targetLines() {
@@ -89,13 +96,13 @@ func (r *Report) WriteText(w io.Writer, details bool) error {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "%-*s", width+2, "scenario")
 	for _, c := range cols {
-		fmt.Fprintf(&b, "%-12s", c.Name)
+		fmt.Fprintf(&b, "%-*s", colw, c.Name)
 	}
 	b.WriteString("\n")
 	for _, row := range r.Rows {
 		fmt.Fprintf(&b, "%-*s", width+2, row.ID)
 		for _, c := range cols {
-			fmt.Fprintf(&b, "%-12s", short(row.Results[c.Name].Status))
+			fmt.Fprintf(&b, "%-*s", colw, short(row.Results[c.Name].Status))
 		}
 		b.WriteString("\n")
 	}

@@ -37,7 +37,7 @@ const (
 )
 
 // Protocols are the protocols the suite knows, in column order.
-var Protocols = []string{"stomp", "amqp"}
+var Protocols = []string{"stomp", "amqp", "amqp091"}
 
 // Column is one column of the matrix: a protocol, or an ordered pair.
 type Column struct {

@@ -9,7 +9,9 @@ import (
 // Cross-protocol scenarios: sent over one protocol (T.P), received over the
 // other (T.Q). Each runs in both directions.
 
-func carriesTypes(d Driver) bool { return d.Protocol() == "amqp" }
+// carriesTypes reports whether d's protocol carries typed properties
+// (AMQP 1.0 application properties, 0-9-1 headers tables).
+func carriesTypes(d Driver) bool { return d.Protocol() == "amqp" || d.Protocol() == "amqp091" }
 
 func init() {
 	register(

@@ -22,14 +22,15 @@ type selMsg struct {
 }
 
 // stringSet has only string properties, and header fields set through
-// their protocol headers.
+// their protocol headers. Its lowest priority is 1, not 0: amqp091-go
+// cannot send priority 0 (priority/order covers 0 on the other columns).
 var stringSet = []selMsg{
 	{"s1", 7, "order", "c-1", true, Props{{"color", "red"}, {"name", "Alice"}, {"code", "A_1"}, {"region", "emea"}, {"qty", "7"}}},
 	{"s2", 2, "order", "c-2", false, Props{{"color", "blue"}, {"name", "Bob"}, {"code", "B%2"}, {"region", "apac"}}},
 	{"s3", 5, "invoice", "c-3", true, Props{{"color", "green"}, {"name", "alice"}, {"code", "AB1"}, {"region", "emea"}}},
 	{"s4", 4, "invoice", "c-4", false, Props{{"name", "Carol"}, {"region", "amer"}}},
 	{"s5", 9, "refund", "c-5", true, Props{{"color", "red"}, {"name", "O'Brien"}, {"code", "A_12"}, {"region", "amer"}}},
-	{"s6", 0, "order", "c-6", false, Props{{"color", "Red"}, {"name", ""}, {"region", ""}}},
+	{"s6", 1, "order", "c-6", false, Props{{"color", "Red"}, {"name", ""}, {"region", ""}}},
 }
 
 // typedSet has properties of every JMS type.

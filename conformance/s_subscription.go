@@ -136,6 +136,7 @@ func init() {
 			Title:  "a noLocal topic subscriber does not get messages published on its own connection",
 			Checks: "JMS 2.0, noLocal; WebLogic JMS \"Managing Your Applications\": Creating Subscribers for a Durable Subscription (the noLocal flag)",
 			Expect: "only the message from the other connection arrives",
+			Needs:  []Need{NeedNoLocal},
 			Run: func(t *T) {
 				c := t.Dial()
 				tp := t.Topic()

@@ -18,23 +18,26 @@ import (
 )
 
 // newConformanceCommand builds `sluice conformance`: the JMS conformance
-// suite run against any broker over STOMP and AMQP 1.0.
+// suite run against any broker over STOMP, AMQP 1.0 and AMQP 0-9-1.
 func newConformanceCommand() *cobra.Command {
 	var (
-		stompAddr, amqpAddr, only, profile, htmlFile, jsonFile, mdFile string
-		adminAddr, adminToken, adminUser, adminPass, restartCmd        string
-		login, passcode, note                                          string
-		parallel                                                       int
-		timeout, quiet, restartTimeout                                 time.Duration
-		list, showConfig, verbose                                      bool
+		stompAddr, amqpAddr, amqp091Addr, only, profile         string
+		htmlFile, jsonFile, mdFile                              string
+		adminAddr, adminToken, adminUser, adminPass, restartCmd string
+		login, passcode, note                                   string
+		parallel                                                int
+		timeout, quiet, restartTimeout                          time.Duration
+		list, showConfig, verbose                               bool
 	)
 	cmd := &cobra.Command{
-		Use:   "conformance --stomp HOST:PORT --amqp HOST:PORT [--only PATTERN] [--profile sluice|activemq] [--report out.html] [--json out.json]",
-		Short: "Run the JMS conformance suite against a broker over STOMP and AMQP 1.0",
+		Use:   "conformance --stomp HOST:PORT --amqp HOST:PORT --amqp091 HOST:PORT [--only PATTERN] [--profile sluice|activemq] [--report out.html] [--json out.json]",
+		Short: "Run the JMS conformance suite against a broker over STOMP, AMQP 1.0 and AMQP 0-9-1",
 		Long: `Run the JMS conformance suite (package conformance) against a running broker.
 
-Every scenario runs over each protocol given (--stomp, --amqp), and the
-cross-protocol scenarios over each pair; the result is a scenario × protocol
+Every scenario runs over each protocol given (--stomp, --amqp, --amqp091),
+and the cross-protocol scenarios over each ordered pair; the AMQP 0-9-1
+client is amqp091-go (Sluice serves 0-9-1 on its AMQP port, so --amqp091
+may be the --amqp address); the result is a scenario × protocol
 matrix of pass, FAIL, not supported (the broker lacks what the scenario needs,
 per the profile), not expressible (the protocol cannot say it, with the
 reason) and n/a (the protocol's listener is not available). The command exits
@@ -55,6 +58,7 @@ environment of this command plus:
 
   SLUICE_CONFORMANCE_STOMP   the --stomp address (empty if not given)
   SLUICE_CONFORMANCE_AMQP    the --amqp address (empty if not given)
+  SLUICE_CONFORMANCE_AMQP091 the --amqp091 address (empty if not given)
   SLUICE_CONFORMANCE_ADMIN   the --admin address (empty if not given)
 
 Standard input is /dev/null; standard output and error go to a temporary
@@ -65,7 +69,7 @@ file of its own. The runner waits only for the command's own process, not
 for what it leaves running. A restart then waits until the old broker has
 closed the connections opened before the command (so a command may return
 as soon as it has signalled the old broker) and until every listener
-(--stomp, --amqp, and --admin when it answers) accepts connections again.
+(--stomp, --amqp, --amqp091, and --admin when it answers) accepts connections again.
 All of this must be done within --restart-timeout (default 60s) and within
 the scenario's --timeout; otherwise, or when the command exits non-zero, the
 cell fails with the command, its exit status and its output.
@@ -104,8 +108,8 @@ command (it also does the first start; see docs/conformance/README.md):
 				}
 				return nil
 			}
-			if stompAddr == "" && amqpAddr == "" {
-				return errors.New("give --stomp HOST:PORT and/or --amqp HOST:PORT")
+			if stompAddr == "" && amqpAddr == "" && amqp091Addr == "" {
+				return errors.New("give --stomp HOST:PORT, --amqp HOST:PORT and/or --amqp091 HOST:PORT")
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -123,6 +127,11 @@ command (it also does the first start; see docs/conformance/README.md):
 				candidates["amqp"] = conformance.NewAMQP(amqpAddr)
 			} else {
 				o.Unavailable["amqp"] = "AMQP not tested (no --amqp)"
+			}
+			if amqp091Addr != "" {
+				candidates["amqp091"] = conformance.NewAMQP091(amqp091Addr, conformance.AMQP091Options{Login: login, Passcode: passcode})
+			} else {
+				o.Unavailable["amqp091"] = "AMQP 0-9-1 not tested (no --amqp091)"
 			}
 			conformance.Probe(ctx, candidates, o.Drivers, o.Unavailable)
 			if len(o.Drivers) == 0 {
@@ -145,6 +154,7 @@ command (it also does the first start; see docs/conformance/README.md):
 					Env: []string{
 						"SLUICE_CONFORMANCE_STOMP=" + stompAddr,
 						"SLUICE_CONFORMANCE_AMQP=" + amqpAddr,
+						"SLUICE_CONFORMANCE_AMQP091=" + amqp091Addr,
 						"SLUICE_CONFORMANCE_ADMIN=" + adminAddr,
 					},
 					Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: logLevel(verbose)})),
@@ -198,6 +208,7 @@ command (it also does the first start; see docs/conformance/README.md):
 	f := cmd.Flags()
 	f.StringVar(&stompAddr, "stomp", "", "STOMP listener of the broker under test, HOST:PORT")
 	f.StringVar(&amqpAddr, "amqp", "", "AMQP 1.0 listener of the broker under test, HOST:PORT")
+	f.StringVar(&amqp091Addr, "amqp091", "", "AMQP 0-9-1 listener of the broker under test, HOST:PORT (Sluice: its AMQP port)")
 	f.StringVar(&only, "only", "", "run only scenarios whose ID matches: a glob (selector/*) or a substring")
 	f.StringVar(&profile, "profile", "sluice", "broker profile: sluice or activemq")
 	f.StringVar(&htmlFile, "report", "", "write the HTML report to this file")
@@ -210,8 +221,8 @@ command (it also does the first start; see docs/conformance/README.md):
 	f.StringVar(&adminPass, "admin-password", "", "password for the admin API")
 	f.StringVar(&restartCmd, "restart-cmd", "", "shell command that restarts the broker and exits, leaving the new broker running in the background (enables the restart scenarios; see above)")
 	f.DurationVar(&restartTimeout, "restart-timeout", conformance.DefaultRestartTimeout, "bound on one restart: the --restart-cmd command, the old broker going away and the listeners accepting again")
-	f.StringVar(&login, "login", "", "STOMP login")
-	f.StringVar(&passcode, "passcode", "", "STOMP passcode")
+	f.StringVar(&login, "login", "", "STOMP login and AMQP 0-9-1 PLAIN user (0-9-1: guest when empty)")
+	f.StringVar(&passcode, "passcode", "", "STOMP passcode and AMQP 0-9-1 PLAIN password")
 	f.IntVar(&parallel, "parallel", 4, "scenarios run at once")
 	f.DurationVar(&timeout, "timeout", 60*time.Second, "bound on each scenario")
 	f.DurationVar(&quiet, "quiet", 300*time.Millisecond, "how long to wait before concluding no message comes")

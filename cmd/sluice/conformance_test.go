@@ -66,6 +66,63 @@ func startConformanceBroker(t *testing.T) string {
 	return b.Addr("stomp").String()
 }
 
+// TestConformanceAMQP091 runs a scenario over AMQP 0-9-1 (amqp091-go, on
+// Sluice's AMQP port) and the cross-protocol one between it and STOMP.
+func TestConformanceAMQP091(t *testing.T) {
+	cfg, err := config.Load("../../conformance/profiles/sluice.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data = t.TempDir()
+	cfg.Listeners = config.Listeners{STOMP: "127.0.0.1:0", AMQP: "127.0.0.1:0"}
+	b, err := broker.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	js := filepath.Join(t.TempDir(), "r.json")
+	out, errOut, err := runConformance(t, "--stomp", b.Addr("stomp").String(), "--amqp091", b.Addr("amqp").String(),
+		"--only", "*/*headers*", "--json", js)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errOut)
+	}
+	var rep struct {
+		Rows []struct {
+			ID      string
+			Results map[string]struct{ Status string }
+		}
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"basic/queue-headers":          {"amqp091"},
+		"cross/headers-and-properties": {"stomp→amqp091", "amqp091→stomp"},
+	}
+	for _, r := range rep.Rows {
+		for _, col := range want[r.ID] {
+			if got := r.Results[col].Status; got != "pass" {
+				t.Errorf("%s over %s: %s\n%s", r.ID, col, got, out)
+			}
+		}
+		delete(want, r.ID)
+	}
+	if len(want) > 0 {
+		t.Errorf("scenarios not run: %v\n%s", want, out)
+	}
+	if !strings.Contains(out, "amqp091→stomp") {
+		t.Errorf("matrix without the amqp091→stomp column:\n%s", out)
+	}
+}
+
 func TestConformanceListAndShowConfig(t *testing.T) {
 	out, _, err := runConformance(t, "--list", "--only", "selector/*")
 	if err != nil || !strings.Contains(out, "selector/string-equals") || strings.Contains(out, "basic/fifo") {

@@ -7,7 +7,9 @@
 # The listener addresses come from the environment `sluice conformance`
 # gives the command: SLUICE_CONFORMANCE_STOMP, SLUICE_CONFORMANCE_AMQP and
 # SLUICE_CONFORMANCE_ADMIN (export them yourself for the first start; an
-# empty one disables that listener). The script stops the broker whose pid
+# empty one disables that listener). AMQP 0-9-1 is served on the AMQP port;
+# a SLUICE_CONFORMANCE_AMQP091 other than SLUICE_CONFORMANCE_AMQP adds a
+# 0-9-1 listener of its own there (SLUICE_AMQP091). The script stops the broker whose pid
 # is in DIR/serve.pid and waits (at most 30s) until it has exited, since two
 # brokers cannot share a data directory; then it starts the new one in the
 # background, with its output appended to DIR/serve.log, writes its pid to
@@ -32,6 +34,9 @@ if [ -f "$pidfile" ]; then
 		done
 	fi
 	rm -f "$pidfile"
+fi
+if [ -n "${SLUICE_CONFORMANCE_AMQP091:-}" ] && [ "$SLUICE_CONFORMANCE_AMQP091" != "${SLUICE_CONFORMANCE_AMQP:-}" ]; then
+	export SLUICE_AMQP091="$SLUICE_CONFORMANCE_AMQP091"
 fi
 "$sluice" serve --config "$config" --data "$dir/data" \
 	--stomp "${SLUICE_CONFORMANCE_STOMP:-}" --amqp "${SLUICE_CONFORMANCE_AMQP:-}" --admin "${SLUICE_CONFORMANCE_ADMIN:-}" --websocket "" \

@@ -7,10 +7,11 @@
 # It builds the sluice binary of this checkout, starts it with
 # conformance/scripts/restart-sluice.sh (the conformance profile's
 # configuration, a fresh temporary data directory), runs every scenario over
-# STOMP, AMQP 1.0 and both directions across them with that script as
-# --restart-cmd and the admin API, writes the reports, and stops the broker.
-# The listeners are 127.0.0.1:61713 (STOMP), :5772 (AMQP) and :8261
-# (admin), or SLUICE_CONFORMANCE_STOMP, _AMQP and _ADMIN when set.
+# STOMP, AMQP 1.0, AMQP 0-9-1 and both directions across each pair with that
+# script as --restart-cmd and the admin API, writes the reports, and stops
+# the broker. The listeners are 127.0.0.1:61713 (STOMP), :5772 (AMQP 1.0 and
+# 0-9-1, told apart by their protocol headers) and :8261 (admin), or
+# SLUICE_CONFORMANCE_STOMP, _AMQP and _ADMIN when set.
 # It exits with the status of `sluice conformance`: non-zero if a cell fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,8 +50,8 @@ done
 
 status=0
 "$work/sluice" conformance \
-	--stomp "$SLUICE_CONFORMANCE_STOMP" --amqp "$SLUICE_CONFORMANCE_AMQP" --admin "$SLUICE_CONFORMANCE_ADMIN" \
-	--restart-cmd "conformance/scripts/restart-sluice.sh '$work' '$work/sluice'" \
-	--note "Produced by conformance/scripts/sluice-report.sh: sluice serve --config conformance/profiles/sluice.toml (started and restarted by conformance/scripts/restart-sluice.sh, fresh data directory), then sluice conformance --stomp $SLUICE_CONFORMANCE_STOMP --amqp $SLUICE_CONFORMANCE_AMQP --admin $SLUICE_CONFORMANCE_ADMIN --restart-cmd 'conformance/scripts/restart-sluice.sh DIR sluice'." \
+	--stomp "$SLUICE_CONFORMANCE_STOMP" --amqp "$SLUICE_CONFORMANCE_AMQP" --amqp091 "$SLUICE_CONFORMANCE_AMQP" \
+	--admin "$SLUICE_CONFORMANCE_ADMIN" --restart-cmd "conformance/scripts/restart-sluice.sh '$work' '$work/sluice'" \
+	--note "Produced by conformance/scripts/sluice-report.sh: sluice serve --config conformance/profiles/sluice.toml (started and restarted by conformance/scripts/restart-sluice.sh, fresh data directory), then sluice conformance --stomp $SLUICE_CONFORMANCE_STOMP --amqp $SLUICE_CONFORMANCE_AMQP --amqp091 $SLUICE_CONFORMANCE_AMQP --admin $SLUICE_CONFORMANCE_ADMIN --restart-cmd 'conformance/scripts/restart-sluice.sh DIR sluice'." \
 	--markdown docs/conformance/sluice.md --report docs/conformance/sluice.html "$@" || status=$?
 exit "$status"
