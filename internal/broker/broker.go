@@ -29,6 +29,7 @@ import (
 	"github.com/sluicemq/sluice/internal/config"
 	"github.com/sluicemq/sluice/internal/tlsconf"
 	"github.com/sluicemq/sluice/protocol/amqp"
+	"github.com/sluicemq/sluice/protocol/amqp091"
 	"github.com/sluicemq/sluice/protocol/stomp"
 	"github.com/sluicemq/sluice/protocol/stomp/ws"
 )
@@ -253,6 +254,21 @@ func (b *Broker) listen() error {
 			adminHandler = mux
 		}
 	}
+	// The AMQP 0-9-1 server takes the 0-9-1 connections of the amqp and
+	// amqps listeners (sniff.go) and serves the amqp091 listener.
+	var srv091 *amqp091.Server
+	if l.AMQP != "" || l.AMQPS != "" || l.AMQP091 != "" {
+		srv091 = amqp091.NewServer(b.engine, amqp091.Options{
+			Connection:      connOpts,
+			DefaultPrefetch: b.cfg.Connection.Prefetch,
+			Realm:           b.realm,
+			Version:         Version,
+			Logger:          b.log.With(slog.String("component", "amqp091")),
+		})
+		if err := b.serveBoth(srv091, "amqp091", l.AMQP091, "", ""); err != nil {
+			return err
+		}
+	}
 	if l.AMQP != "" || l.AMQPS != "" {
 		srv := amqp.NewServer(b.engine, amqp.Options{
 			Connection:  connOpts,
@@ -261,7 +277,8 @@ func (b *Broker) listen() error {
 			Version:     Version,
 			Logger:      b.log.With(slog.String("component", "amqp")),
 		})
-		if err := b.serveBoth(srv, "amqp", l.AMQP, "amqps", l.AMQPS); err != nil {
+		sniffing := &sniffingServer{amqp: srv, amqp091: srv091, log: b.log.With(slog.String("component", "amqp"))}
+		if err := b.serveBoth(sniffing, "amqp", l.AMQP, "amqps", l.AMQPS); err != nil {
 			return err
 		}
 	}
@@ -489,7 +506,7 @@ func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
 // Engine returns the engine, for embedding and tests.
 func (b *Broker) Engine() *engine.Broker { return b.engine }
 
-// Addr returns the bound address of a listener ("stomp", "amqp", "stomps",
+// Addr returns the bound address of a listener ("stomp", "amqp", "amqp091", "stomps",
 // "amqps", "admin", "websocket"), or nil when it is not enabled.
 func (b *Broker) Addr(name string) net.Addr {
 	b.mu.Lock()

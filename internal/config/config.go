@@ -175,6 +175,10 @@ type Listeners struct {
 	// STOMPS and AMQPS are STOMP and AMQP 1.0 over TLS ([tls]).
 	STOMPS string `toml:"stomps"`
 	AMQPS  string `toml:"amqps"`
+	// AMQP091 is an AMQP 0-9-1 listener of its own ("" off). The amqp
+	// and amqps listeners serve 0-9-1 clients too: the protocol header
+	// tells them from AMQP 1.0 ones, as on RabbitMQ's 5672.
+	AMQP091 string `toml:"amqp091"`
 	// AdminTLS serves the admin listener over HTTPS.
 	AdminTLS bool `toml:"admin_tls"`
 	// WebSocket is STOMP over WebSocket, at ws.Path (/ws).
@@ -344,7 +348,8 @@ func valueOnLine(src []byte, n int, key string) string {
 
 // ApplyEnv overrides settings from SLUICE_* environment variables
 // (SLUICE_DATA, SLUICE_STOMP, SLUICE_AMQP, SLUICE_STOMPS, SLUICE_AMQPS,
-// SLUICE_ADMIN, SLUICE_WEBSOCKET, SLUICE_LOG_LEVEL, SLUICE_LOG_FORMAT).
+// SLUICE_AMQP091, SLUICE_ADMIN, SLUICE_WEBSOCKET, SLUICE_LOG_LEVEL,
+// SLUICE_LOG_FORMAT).
 func (c *Config) ApplyEnv(getenv func(string) string) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -359,6 +364,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Listeners.AMQP, "SLUICE_AMQP")
 	set(&c.Listeners.STOMPS, "SLUICE_STOMPS")
 	set(&c.Listeners.AMQPS, "SLUICE_AMQPS")
+	set(&c.Listeners.AMQP091, "SLUICE_AMQP091")
 	set(&c.Listeners.Admin, "SLUICE_ADMIN")
 	set(&c.Listeners.WebSocket, "SLUICE_WEBSOCKET")
 	set(&c.LogLevel, "SLUICE_LOG_LEVEL")
@@ -372,6 +378,7 @@ func (c *Config) Validate() error {
 	for _, l := range []struct{ name, addr string }{
 		{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP}, {"admin", c.Listeners.Admin},
 		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}, {"websocket", c.Listeners.WebSocket},
+		{"amqp091", c.Listeners.AMQP091},
 	} {
 		if l.addr == "" {
 			continue

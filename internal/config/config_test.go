@@ -80,6 +80,10 @@ func TestValidate(t *testing.T) {
 		}, []string{`admin.users[0] ("a"): the user is listed twice`}},
 		{"websocket on the network without users", func(c *Config) { c.Listeners.WebSocket = "0.0.0.0:15674" },
 			[]string{"listeners.websocket 0.0.0.0:15674 is not a loopback address", "no users"}},
+		{"amqp091 on the network without users", func(c *Config) { c.Listeners.AMQP091 = "0.0.0.0:5673" },
+			[]string{"listeners.amqp091 0.0.0.0:5673 is not a loopback address", "no users"}},
+		{"amqp091 with a bad port", func(c *Config) { c.Listeners.AMQP091 = "127.0.0.1:nope" },
+			[]string{"listeners.amqp091"}},
 		{"websocket on the network with users", func(c *Config) {
 			c.Listeners.WebSocket = "0.0.0.0:15674"
 			c.Security = Security{Users: []SecurityUser{{Name: "a", PasswordHash: testHash}}}

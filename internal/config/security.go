@@ -236,7 +236,8 @@ type listener struct{ name, addr string }
 // admin listener too when it serves STOMP over WebSocket.
 func (c *Config) messagingListeners() []listener {
 	ls := []listener{{"stomp", c.Listeners.STOMP}, {"amqp", c.Listeners.AMQP},
-		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}, {"websocket", c.Listeners.WebSocket}}
+		{"stomps", c.Listeners.STOMPS}, {"amqps", c.Listeners.AMQPS}, {"websocket", c.Listeners.WebSocket},
+		{"amqp091", c.Listeners.AMQP091}}
 	if c.Listeners.AdminWebSocket {
 		ls = append(ls, listener{"admin (with admin_websocket)", c.Listeners.Admin})
 	}
