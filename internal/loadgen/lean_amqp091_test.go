@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
@@ -214,11 +215,14 @@ func BenchmarkLean091Deliver(b *testing.B) {
 }
 
 // BenchmarkLeanAMQP091 runs b.N 256-byte messages through each 0-9-1
-// client, one producer and one consumer, against an in-process broker;
-// allocs/op counts the broker's allocations too, so compare the clients
-// with each other rather than read one alone.
+// client, one producer and one consumer, against the broker at
+// SLUICE_BENCH_AMQP091 (host:port, guest/guest) or else an in-process one,
+// whose allocations allocs/op then counts too.
 func BenchmarkLeanAMQP091(b *testing.B) {
-	addr := startInProcess091(b)
+	addr := os.Getenv("SLUICE_BENCH_AMQP091")
+	if addr == "" {
+		addr = startInProcess091(b)
+	}
 	for _, client := range []string{ClientLean, ClientAMQP091Go} {
 		d := NewAMQP091(AMQP091Config{Addr: addr, Client: client})
 		for _, tc := range []struct {
