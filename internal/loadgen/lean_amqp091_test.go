@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
 )
@@ -48,6 +50,47 @@ func TestLeanAMQP091Scenarios(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Run(context.Background(), d, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(tc.o.Count)
+			if tc.o.Scenario == ScenarioFanout {
+				want *= int64(tc.o.Consumers)
+			}
+			checkReport(t, r, int64(tc.o.Count), want)
+		})
+	}
+}
+
+// mixed091 produces with one 0-9-1 driver and consumes with another.
+type mixed091 struct{ producers, consumers *AMQP091 }
+
+func (m mixed091) Name() string     { return "mixed" }
+func (m mixed091) Protocol() string { return "amqp091/mixed" }
+func (m mixed091) NewProducer(ctx context.Context, o *Options, idx int) (Producer, error) {
+	return m.producers.NewProducer(ctx, o, idx)
+}
+func (m mixed091) NewConsumer(ctx context.Context, o *Options, idx int, h Handler) (Consumer, error) {
+	return m.consumers.NewConsumer(ctx, o, idx, h)
+}
+
+// TestLeanAMQP091WithAMQP091Go: what the lean client publishes amqp091-go
+// consumes, benchmark headers and all, and the other way round.
+func TestLeanAMQP091WithAMQP091Go(t *testing.T) {
+	addr := startInProcess091(t)
+	lean := NewAMQP091(AMQP091Config{Addr: addr, Client: ClientLean})
+	other := NewAMQP091(AMQP091Config{Addr: addr})
+	for _, tc := range []struct {
+		name string
+		d    mixed091
+		o    Options
+	}{
+		{"lean to amqp091-go", mixed091{lean, other}, Options{Scenario: ScenarioPersistent, Count: 500, ReceiptWindow: 16, AckMode: AckClientIndividual, Prefetch: 50}},
+		{"amqp091-go to lean", mixed091{other, lean}, Options{Scenario: ScenarioQueue, Count: 500, AckMode: AckClient, AckEvery: 5, Prefetch: 50}},
+		{"amqp091-go to lean fanout", mixed091{other, lean}, Options{Scenario: ScenarioFanout, Count: 100, Consumers: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(context.Background(), tc.d, tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,5 +285,61 @@ func BenchmarkLeanAMQP091(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestLean091Heartbeat: a connection with nothing to write sends heartbeat
+// frames, every half of the negotiated interval.
+func TestLean091Heartbeat(t *testing.T) {
+	client, broker := net.Pipe()
+	defer broker.Close()
+	c := &lean091Conn{nc: client, frameMax: lean091FrameMax, heartbeat: 100 * time.Millisecond, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	c.room.L = &c.wmu
+	go c.flusher()
+	defer c.close()
+	_ = broker.SetReadDeadline(time.Now().Add(5 * time.Second))
+	fr := spec.NewFrameReader(broker, 0)
+	start := time.Now()
+	for i := range 2 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if f.Type != spec.FrameHeartbeat || f.Channel != 0 || len(f.Payload) != 0 {
+			t.Fatalf("frame %d: %+v, want a heartbeat", i, f)
+		}
+	}
+	if d := time.Since(start); d < 80*time.Millisecond {
+		t.Errorf("two heartbeats within %v: more often than every 50ms", d)
+	}
+}
+
+// TestLeanAMQP091Broker runs the scenarios of TestAMQP091Broker through
+// the lean client against the broker at SLUICE_BENCH_AMQP091 (host:port,
+// guest/guest), such as RabbitMQ.
+func TestLeanAMQP091Broker(t *testing.T) {
+	addr := os.Getenv("SLUICE_BENCH_AMQP091")
+	if addr == "" {
+		t.Skip("no AMQP 0-9-1 broker: set SLUICE_BENCH_AMQP091=HOST:PORT")
+	}
+	d := NewAMQP091(AMQP091Config{Addr: addr, Client: ClientLean})
+	for _, o := range []Options{
+		{Scenario: ScenarioQueue, Count: 2000},
+		{Scenario: ScenarioQueue, Count: 2000, AckMode: AckClient, AckEvery: 10, Prefetch: 100, Producers: 2, Consumers: 2},
+		{Scenario: ScenarioPersistent, Count: 500, ReceiptWindow: 16, AckMode: AckClientIndividual, Prefetch: 50},
+		{Scenario: ScenarioFanout, Count: 100, Consumers: 10},
+		{Scenario: ScenarioBacklog, Count: 500, AckMode: AckClientIndividual},
+	} {
+		t.Run(string(o.Scenario)+"/"+string(o.AckMode), func(t *testing.T) {
+			r, err := Run(context.Background(), d, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(o.Count)
+			if o.Scenario == ScenarioFanout {
+				want *= int64(o.Consumers)
+			}
+			checkReport(t, r, int64(o.Count), want)
+		})
 	}
 }
