@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -141,4 +142,67 @@ func TestAMQPSServes091(t *testing.T) {
 		t.Fatalf("AMQP 1.0 got %q", m.GetData())
 	}
 	_ = rcv.AcceptMessage(ctx, m)
+}
+
+// The sniffing listener hands a short or silent client to the AMQP 1.0
+// side with what it sent put back, and closing it ends the connections
+// still being sniffed.
+func TestSniffListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got091 := make(chan net.Conn, 1)
+	s := newSniffListener(ln, func(nc net.Conn) { got091 <- nc }, slog.New(slog.DiscardHandler))
+	defer s.Close()
+
+	short, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	_, _ = short.Write([]byte("AMQ"))
+	_ = short.(*net.TCPConn).CloseWrite()
+	nc, err := s.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(nc)
+	if err != nil || string(b) != "AMQ" {
+		t.Fatalf("AMQP 1.0 side read %q, %v; want the 3 octets sent", b, err)
+	}
+	_ = nc.Close()
+
+	v091, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v091.Close()
+	_, _ = v091.Write([]byte("AMQP\x00\x00\x09\x01rest"))
+	select {
+	case nc := <-got091:
+		buf := make([]byte, 12)
+		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(nc, buf); err != nil || string(buf) != "AMQP\x00\x00\x09\x01rest" {
+			t.Fatalf("0-9-1 side read %q, %v", buf, err)
+		}
+		_ = nc.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the 0-9-1 connection was not handed over")
+	}
+
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(50 * time.Millisecond) // being sniffed
+	_ = s.Close()
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection being sniffed stayed open after Close")
+	}
+	if _, err := s.Accept(); err == nil {
+		t.Fatal("Accept after Close")
+	}
 }

@@ -108,7 +108,6 @@ func (ch *channel) release() {
 	if ch.tx != nil {
 		ch.tx.Rollback(context.Background())
 		ch.tx = nil
-		ch.c.txns--
 	}
 	if ch.confirms != nil {
 		ch.confirms.stop()

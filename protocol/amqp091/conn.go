@@ -80,7 +80,6 @@ type conn struct {
 
 	channels  map[uint16]*channel // reader goroutine only
 	consumers atomic.Int32        // over all channels, for MaxConsumers
-	txns      int                 // channels in tx mode (reader goroutine)
 	closing   bool                // connection.close sent or received (reader goroutine)
 
 	mu    sync.Mutex // guards temps

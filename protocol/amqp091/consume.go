@@ -104,11 +104,20 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 	ch.consumers[tag] = cs
 	c.consumers.Add(1)
 	sess.SetExceptionListener(func(err error) { cs.serverCancel(err) })
-	// consume-ok goes before the first delivery.
-	if !m.NoWait {
-		c.method(ch.id, &spec.BasicConsumeOk{ConsumerTag: tag})
+	return ch.startConsumer(cs, !m.NoWait)
+}
+
+// startConsumer starts cs's deliveries, after its consume-ok (when ok):
+// under deliverMu, so that no delivery is queued before the consume-ok,
+// and the listener is set before the client, told consume-ok, can act on
+// it (the engine's SetListener must not meet a close of the queue).
+func (ch *channel) startConsumer(cs *consumer, ok bool) error {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	if ok {
+		ch.c.send(outItem{ch: ch.id, m: &spec.BasicConsumeOk{ConsumerTag: cs.tag}})
 	}
-	return cons.SetListener(cs.deliver)
+	return cs.cons.SetListener(cs.deliver)
 }
 
 // serverCancel tells the client that the consumer ended without its asking

@@ -205,3 +205,43 @@ func TestPropertiesAcrossProtocols(t *testing.T) {
 		t.Fatalf("0-9-1 got ok %v %+v", ok, sd)
 	}
 }
+
+// An AMQP 1.0 map message arrives over 0-9-1 as a JSON object.
+func TestMapBodyAsJSON(t *testing.T) {
+	a091, _, a10 := allProtocols(t)
+	ch := channel(t, dial(t, a091))
+	if _, err := ch.QueueDeclare("maps", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c10, err := goamqp.Dial(ctx, "amqp://"+a10, &goamqp.ConnOptions{SASLType: goamqp.SASLTypeAnonymous()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c10.Close()
+	s10, err := c10.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := s10.NewSender(ctx, "maps", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &goamqp.Message{Value: map[string]any{"qty": int32(3), "sku": "A-1"},
+		Annotations: goamqp.Annotations{"x-opt-jms-msg-type": int8(2)}}
+	if err := snd.Send(ctx, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	var d amqp.Delivery
+	ok := false
+	for range 500 {
+		if d, ok, err = ch.Get("maps", true); ok || err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !ok || d.ContentType != "application/json" || string(d.Body) != `{"qty":3,"sku":"A-1"}` {
+		t.Fatalf("got ok %v err %v %q %q", ok, err, d.ContentType, d.Body)
+	}
+}

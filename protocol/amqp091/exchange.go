@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 
@@ -195,13 +194,6 @@ func (x *exchanges) recover(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// lookup returns the exchange name, or nil.
-func (x *exchanges) lookup(name string) *exchange {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.all[name]
 }
 
 // route returns the destinations a message published to exchange with
@@ -569,18 +561,6 @@ func (x *exchanges) remove(ctx context.Context, m *spec.ExchangeDelete) error {
 		err = errors.Join(err, x.eng.DeleteDefinition(ctx, defsNamespace, exchangeKey(e.name)))
 	}
 	return err
-}
-
-// names returns the exchange names, sorted (tests, docs).
-func (x *exchanges) names() []string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make([]string, 0, len(x.all))
-	for n := range x.all {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (ch *channel) exchangeDeclare(m *spec.ExchangeDeclare) error {

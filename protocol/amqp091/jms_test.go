@@ -316,3 +316,40 @@ func TestDelayedMessageExchange(t *testing.T) {
 		t.Fatalf("x-delayed-message without x-delayed-type: %v, want 406", err)
 	}
 }
+
+// The message's own redelivery limit (JMSRedeliveryLimit) applies to a
+// nack with requeue.
+func TestMessageRedeliveryLimitHeader(t *testing.T) {
+	policy := func(d message.Destination) engine.Policy {
+		p := engine.DefaultPolicy()
+		if d.Name == "limited" {
+			p.ErrorDestination = message.Destination{Kind: message.Queue, Name: "limited.dlq"}
+		}
+		return p
+	}
+	addr, _ := startServer(t, engine.Config{Policy: policy, AutoCreate: true}, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	for _, q := range []string{"limited", "limited.dlq"} {
+		if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(t, ch, "", "limited", amqp.Publishing{Body: []byte("once"), Headers: amqp.Table{"JMSRedeliveryLimit": int32(0)}})
+	d, ok, err := ch.Get("limited", false)
+	if err != nil || !ok || d.Headers["JMSRedeliveryLimit"] != int32(0) {
+		t.Fatalf("get: ok %v err %v headers %v", ok, err, d.Headers)
+	}
+	if err := d.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	var dl amqp.Delivery
+	for range 500 {
+		if dl, ok, err = ch.Get("limited.dlq", true); ok || err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !ok || string(dl.Body) != "once" {
+		t.Fatalf("error destination: ok %v err %v", ok, err)
+	}
+}

@@ -1,6 +1,7 @@
 package amqp091
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -30,6 +31,10 @@ const (
 	// JMSRedeliveryLimit as WebLogic applications carry it.
 	hJMSRedeliveryLimit = "JMSRedeliveryLimit"
 	hBEARedeliveryLimit = "JMS_BEA_RedeliveryLimit"
+	// Sluice's own names of the same (as STOMP has them), accepted too.
+	hSluiceTimeToDeliver   = "sluice-time-to-deliver"
+	hSluiceDeliveryTime    = "sluice-delivery-time"
+	hSluiceRedeliveryLimit = "sluice-redelivery-limit"
 	// The delivery count: JMSXDeliveryCount on every delivery, and
 	// x-delivery-count (the deliveries before this one) on redeliveries,
 	// as RabbitMQ's quorum queues send it.
@@ -46,7 +51,8 @@ const (
 func consumedHeader(name string) bool {
 	switch name {
 	case hXDelay, hScheduledDelay, hDeliveryDelay, hScheduledTime, hDeliveryTimeA, hJMSDelivery,
-		hJMSRedeliveryLimit, hBEARedeliveryLimit, hDeliveryCount, hXDeliveryCount:
+		hJMSRedeliveryLimit, hBEARedeliveryLimit, hDeliveryCount, hXDeliveryCount,
+		hSluiceTimeToDeliver, hSluiceDeliveryTime, hSluiceRedeliveryLimit:
 		return true
 	}
 	return false
@@ -114,17 +120,17 @@ func (c *conn) toMessage(p *spec.BasicProperties, body []byte) (*message.Message
 			return nil, o, refuse(spec.PreconditionFailed, nil, "header %s must be an integer, not %T", name, v)
 		}
 		switch name {
-		case hXDelay, hScheduledDelay, hDeliveryDelay:
+		case hXDelay, hScheduledDelay, hDeliveryDelay, hSluiceTimeToDeliver:
 			if n > 0 {
 				o.Set |= engine.SetTimeToDeliver
 				o.TimeToDeliver = time.Duration(min(n, 1<<40)) * time.Millisecond
 			}
-		case hScheduledTime, hDeliveryTimeA, hJMSDelivery:
+		case hScheduledTime, hDeliveryTimeA, hJMSDelivery, hSluiceDeliveryTime:
 			if n > 0 {
 				o.Set |= engine.SetDeliveryTime
 				o.DeliveryTime = n
 			}
-		case hJMSRedeliveryLimit, hBEARedeliveryLimit:
+		case hJMSRedeliveryLimit, hBEARedeliveryLimit, hSluiceRedeliveryLimit:
 			if n < -1 || n > math.MaxInt32 {
 				return nil, o, refuse(spec.PreconditionFailed, nil, "header %s: %d is not a redelivery limit", name, n)
 			}
@@ -316,16 +322,42 @@ func (c *conn) toProperties(d message.Delivery) (*spec.BasicProperties, []byte) 
 		}
 	case message.BodyBytes:
 		body = m.Body.Data
-	default:
-		// Map and stream bodies (sent over AMQP 1.0) have no 0-9-1 form;
-		// their text rendering shows them.
-		if t, err := m.Body.Text(); err == nil {
-			body = []byte(t)
-		} else {
-			body = []byte(fmt.Sprint(m.Body.Map, m.Body.Stream))
+	case message.BodyMap, message.BodyStream:
+		// Map and stream bodies (sent over AMQP 1.0) have no 0-9-1 form:
+		// they go as a JSON object or array of their values.
+		body = jsonBody(m.Body)
+		if p.Flags&spec.FlagContentType == 0 {
+			p.Flags |= spec.FlagContentType
+			p.ContentType = "application/json"
 		}
 	}
 	return p, body
+}
+
+// jsonBody renders a map body as a JSON object and a stream body as a
+// JSON array (a char as its string, bytes as base64).
+func jsonBody(b message.Body) []byte {
+	var v any
+	if b.Kind == message.BodyMap {
+		obj := make(map[string]any, len(b.Map))
+		for _, f := range b.Map {
+			obj[f.Name], _ = fromValue(f.Value)
+		}
+		v = obj
+	} else {
+		arr := make([]any, 0, len(b.Stream))
+		for _, x := range b.Stream {
+			e, _ := fromValue(x)
+			arr = append(arr, e)
+		}
+		v = arr
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		// NaN and infinities have no JSON form: their strings do.
+		return []byte(fmt.Sprint(v))
+	}
+	return out
 }
 
 // parseReplyTo reads a reply-to: a STOMP-style destination ("/queue/q",

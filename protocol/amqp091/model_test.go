@@ -559,3 +559,40 @@ func TestHeadersTooLargeForFrameMax(t *testing.T) {
 		t.Fatalf("get: ok %v err %v body %q corr %q headers %d", ok, err, d.Body, d.CorrelationId, len(d.Headers))
 	}
 }
+
+// A publish over the queue's quota is a basic.nack in confirm mode; the
+// channel stays open.
+func TestQuotaNack(t *testing.T) {
+	policy := func(d message.Destination) engine.Policy {
+		p := engine.DefaultPolicy()
+		if d.Name == "small" {
+			p.MaxMessages = 1
+		}
+		return p
+	}
+	addr, _ := startServer(t, engine.Config{Policy: policy}, amqp091.Options{})
+	ch := channel(t, dial(t, addr))
+	if _, err := ch.QueueDeclare("small", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 4))
+	for _, body := range []string{"fits", "over"} {
+		publish(t, ch, "", "small", amqp.Publishing{Body: []byte(body)})
+	}
+	for i, want := range []bool{true, false} {
+		select {
+		case c := <-confirms:
+			if c.Ack != want || c.DeliveryTag != uint64(i+1) {
+				t.Fatalf("confirmation %d: %+v, want ack=%v", i+1, c, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("confirmation %d missing", i+1)
+		}
+	}
+	if d, ok, err := ch.Get("small", true); err != nil || !ok || string(d.Body) != "fits" {
+		t.Fatalf("get: %q %v %v", d.Body, ok, err)
+	}
+}

@@ -149,6 +149,9 @@ func (ch *channel) confirmLoop(cf *confirmer) {
 			}
 		}
 		failed := pc.failed
+		if !pc.quiet && !allReady(pc.confs) {
+			flush() // what is confirmed already does not wait for this one's write
+		}
 		for _, conf := range pc.confs {
 			if err := conf.Wait(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -168,12 +171,23 @@ func (ch *channel) confirmLoop(cf *confirmer) {
 			continue
 		}
 		ready = pc.seq
-		// Acknowledge what is confirmed once nothing more waits, or
+		// Acknowledge what is confirmed once nothing more is queued (or
+		// the next publish waits for its write, above), and at least
 		// every ackBatch publishes of a long pipeline.
 		if len(cf.queue) == 0 || ready-acked >= ackBatch {
 			flush()
 		}
 	}
+}
+
+// allReady reports whether every confirmation is in already.
+func allReady(confs []*engine.Confirmation) bool {
+	for _, c := range confs {
+		if !c.Ready() {
+			return false
+		}
+	}
+	return true
 }
 
 func (ch *channel) txSelect(m *spec.TxSelect) error {
@@ -189,7 +203,6 @@ func (ch *channel) txSelect(m *spec.TxSelect) error {
 			return err
 		}
 		ch.tx = tx
-		ch.c.txns++
 	}
 	ch.c.method(ch.id, &spec.TxSelectOk{})
 	return nil
@@ -206,7 +219,6 @@ func (ch *channel) txCommit(m *spec.TxCommit) error {
 		ch.tx = next
 	} else {
 		ch.tx = nil
-		ch.c.txns--
 		if err == nil {
 			err = berr
 		}
@@ -229,7 +241,6 @@ func (ch *channel) txRollback(m *spec.TxRollback) error {
 	next, err := ch.c.eng.BeginTxn()
 	if err != nil {
 		ch.tx = nil
-		ch.c.txns--
 		return err
 	}
 	ch.tx = next
