@@ -2,7 +2,9 @@
 # The AMQP 0-9-1 comparison of docs/benchmarks.md: Sluice's 0-9-1 front-end
 # (on its AMQP port, which tells 0-9-1 from 1.0 by the protocol header)
 # against RabbitMQ 3.10's native 0-9-1, in one run, same client
-# (`sluice bench amqp091`, on amqp091-go), same acking, runs in turn:
+# (`sluice bench amqp091 --client $CLIENT`: lean, the load generator's own
+# 0-9-1 client, by default; amqp091-go costs more CPU per message than
+# either broker on a small machine), same acking, runs in turn:
 #
 #  1. queue: non-persistent 1 KiB messages through the default exchange,
 #     one producer without confirms, one no-ack consumer;
@@ -16,14 +18,15 @@
 #
 # A private RabbitMQ (../shared/peers/scripts, ports moved up by
 # PEERS_PORT_OFFSET) and a fresh Sluice. It installs nothing: Go, jq and
-# Debian's rabbitmq-server. Knobs: ROUNDS (3), QUEUE_COUNT (100000),
-# PERSISTENT_COUNT (30000), FANOUT_COUNT (2000), BACKLOG_COUNT (200000),
-# SECTIONS ("queue persistent fanout backlog"), PEERS_PORT_OFFSET (600), OUT
+# Debian's rabbitmq-server. Knobs: CLIENT (lean, or amqp091-go), ROUNDS
+# (3), QUEUE_COUNT (100000), PERSISTENT_COUNT (30000), FANOUT_COUNT (2000),
+# BACKLOG_COUNT (200000), SECTIONS ("queue persistent fanout backlog"), PEERS_PORT_OFFSET (600), OUT
 # (reports directory), RUN_TIMEOUT (600 s per run).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${SHARED:-$REPO/../shared/peers}
+CLIENT=${CLIENT:-lean}
 ROUNDS=${ROUNDS:-3}
 QUEUE_COUNT=${QUEUE_COUNT:-100000}
 PERSISTENT_COUNT=${PERSISTENT_COUNT:-30000}
@@ -86,12 +89,12 @@ start_rabbitmq() { # a fresh store
 run() {
   local label=$1; shift
   local tmp="$OUT/last.json" rc=0
-  timeout "$RUN_TIMEOUT" "$SLUICE" bench amqp091 "$@" --label "$label" --json > "$tmp" 2> "$OUT/last.err" || rc=$?
+  timeout "$RUN_TIMEOUT" "$SLUICE" bench amqp091 --client "$CLIENT" "$@" --label "$label" --json > "$tmp" 2> "$OUT/last.err" || rc=$?
   if [ -s "$tmp" ]; then
     jq -c --arg s "$SECTION" '. + {section: $s}' "$tmp" >> "$OUT/reports.json"
     jq -r --arg l "$label" '"  \($l): \(.options.scenario) — \(.message_rate|floor) msg/s end to end" +
       (if .backlog then ", fill \(.backlog.fill_rate|floor), drain \(.backlog.drain_rate|floor) msg/s" else "" end) +
-      ", p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, ok \(.ok)"' "$tmp" 2>/dev/null || cat "$tmp"
+      ", p50 \(.latency.p50_ms) ms, p99 \(.latency.p99_ms) ms, broker CPU \((.broker_cpu_seconds_per_100k // 0)*100|round/100) s/100k, client CPU \(if .sent > 0 then (.client_cpu_seconds / .sent * 100000 * 100 | round / 100) else "-" end) s/100k sent, ok \(.ok)"' "$tmp" 2>/dev/null || cat "$tmp"
   else
     echo "  $label: FAILED (exit $rc): $(tr '\n' ' ' < "$OUT/last.err" | cut -c1-300)"
   fi
@@ -102,7 +105,7 @@ both() { # ARGS...: one run on each broker, Sluice first
   run rabbitmq "$@" --addr 127.0.0.1:$RMQ_AMQP --broker-pid "$RMQ_PID"
 }
 
-echo "cpus: $(nproc); loadavg: $(cat /proc/loadavg)"
+echo "client: $CLIENT; cpus: $(nproc); loadavg: $(cat /proc/loadavg)"
 for SECTION in $SECTIONS; do
   case $SECTION in
   queue | persistent | fanout)

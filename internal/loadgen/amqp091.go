@@ -25,7 +25,15 @@ type AMQP091Config struct {
 	// through (default amq.topic); every subscriber binds a queue of its
 	// own to it with the destination name as the binding key.
 	Exchange string
+	// Client is "amqp091-go" (default: github.com/rabbitmq/amqp091-go) or
+	// "lean" (this package's minimal client, see lean_amqp091.go), for
+	// when amqp091-go's CPU cost would make the load generator the
+	// bottleneck.
+	Client string
 }
+
+// ClientAMQP091Go is the amqp091-go client (ClientLean is the other).
+const ClientAMQP091Go = "amqp091-go"
 
 // AMQP091 is the AMQP 0-9-1 driver, on the amqp091-go client
 // (github.com/rabbitmq/amqp091-go), one connection and one channel per
@@ -62,14 +70,27 @@ func NewAMQP091(cfg AMQP091Config) *AMQP091 {
 	if cfg.Exchange == "" {
 		cfg.Exchange = "amq.topic"
 	}
+	if cfg.Client == "" {
+		cfg.Client = ClientAMQP091Go
+	}
 	return &AMQP091{cfg: cfg}
 }
 
-// Protocol is "amqp091".
-func (a *AMQP091) Protocol() string { return "amqp091" }
+// Protocol is "amqp091", or "amqp091/lean" with the lean client.
+func (a *AMQP091) Protocol() string {
+	if a.cfg.Client == ClientLean {
+		return "amqp091/lean"
+	}
+	return "amqp091"
+}
 
 // Name describes the target.
-func (a *AMQP091) Name() string { return "amqp091 " + a.cfg.Addr }
+func (a *AMQP091) Name() string {
+	if a.cfg.Client == ClientLean {
+		return "amqp091 " + a.cfg.Addr + " (lean client)"
+	}
+	return "amqp091 " + a.cfg.Addr
+}
 
 // dial opens a connection and a channel on it.
 func (a *AMQP091) dial(ctx context.Context) (*amqp091.Connection, *amqp091.Channel, error) {
@@ -122,6 +143,9 @@ func closeAMQP091(c *amqp091.Connection) error {
 // NewProducer opens a producer's connection and channel; for a queue it
 // declares the queue, so that a backlog run has somewhere to fill.
 func (a *AMQP091) NewProducer(ctx context.Context, o *Options, idx int) (Producer, error) {
+	if a.cfg.Client == ClientLean {
+		return a.newLeanProducer(ctx, o)
+	}
 	c, ch, err := a.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -282,6 +306,9 @@ func (p *amqp091Producer) Close() error {
 // NewConsumer opens a consumer's connection and channel, declares (and for
 // a topic, binds) its queue and starts consuming.
 func (a *AMQP091) NewConsumer(ctx context.Context, o *Options, idx int, h Handler) (Consumer, error) {
+	if a.cfg.Client == ClientLean {
+		return a.newLeanConsumer(ctx, o, idx, h)
+	}
 	c, ch, err := a.dial(ctx)
 	if err != nil {
 		return nil, err
