@@ -80,6 +80,10 @@ type Consumer struct {
 	done     chan struct{}
 	listener atomic.Bool
 	lwg      sync.WaitGroup
+	// lmu orders a listener's start (lwg.Add) before close's lwg.Wait:
+	// SetListener checks closed and adds under it, close passes through it
+	// after setting closed. Taken alone.
+	lmu sync.Mutex
 }
 
 // Destination returns the destination the consumer was created on.
@@ -290,6 +294,8 @@ func (c *Consumer) ReceiveTimeout(timeout time.Duration) (message.Delivery, bool
 // one at a time per session, while the connection is started. In AUTO and
 // DUPS_OK sessions a message is acknowledged when fn returns.
 func (c *Consumer) SetListener(fn func(message.Delivery)) error {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
 	if c.closed.Load() {
 		return errorf(CodeIllegalState, "consumer is closed")
 	}
@@ -370,7 +376,12 @@ func (c *Consumer) close(reason error) error {
 	}
 	close(c.done)
 	c.q.removeConsumer(c)
-	if c.listener.Load() {
+	// A SetListener that saw the consumer open has added to lwg once lmu
+	// is free; later ones see it closed.
+	c.lmu.Lock()
+	listening := c.listener.Load()
+	c.lmu.Unlock()
+	if listening {
 		c.lwg.Wait()
 	}
 	c.recvMu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -827,5 +828,25 @@ func TestSessionRedeliveryDelayDoesNotApplyToNonDurableTopics(t *testing.T) {
 	}
 	if d := recv(t, cons); body(d) != "news" || !d.Redelivered {
 		t.Fatalf("got %q redelivered %v", body(d), d.Redelivered)
+	}
+}
+
+// SetListener racing Close: the listener either starts before the consumer
+// closes (and Close waits for it) or is refused; never a WaitGroup misuse
+// (the race detector checks) or a listener left running.
+func TestSetListenerRacingClose(t *testing.T) {
+	h := newBroker(t, engine.Config{})
+	c := h.conn(engine.ConnectionOptions{})
+	s := h.session(c, engine.AutoAcknowledge)
+	for i := 0; i < 200; i++ {
+		cons := consumer(t, s, queueA, engine.ConsumerOptions{})
+		started := make(chan error, 1)
+		go func() { started <- cons.SetListener(func(message.Delivery) {}) }()
+		if err := cons.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-started; err != nil && !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("SetListener: %v", err)
+		}
 	}
 }
