@@ -8,6 +8,7 @@ import (
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
+	"github.com/sluicemq/sluice/protocol/internal/netserve"
 )
 
 // channel is one open channel. The reader goroutine owns everything but
@@ -30,10 +31,13 @@ type channel struct {
 	hdr     *spec.ContentHeader
 	body    []byte
 
-	confirm  bool   // confirm.select
-	seq      uint64 // the last publish's sequence number in confirm mode
-	confirms *confirmer
-	tx       *engine.Txn // tx.select: the open transaction
+	confirm bool   // confirm.select
+	seq     uint64 // the last publish's sequence number in confirm mode
+	// confirms answers publishes in order (netserve.Confirmer, started on
+	// the first); confirmsDone ends it with the channel.
+	confirms     netserve.Confirmer[pendingConfirm]
+	confirmsDone chan struct{}
+	tx           *engine.Txn // tx.select: the open transaction
 
 	prefetch  int // basic.qos for consumers made from now on
 	consumers map[string]*consumer
@@ -109,9 +113,9 @@ func (ch *channel) release() {
 		ch.tx.Rollback(context.Background())
 		ch.tx = nil
 	}
-	if ch.confirms != nil {
-		ch.confirms.stop()
-		ch.confirms = nil
+	if ch.confirmsDone != nil {
+		close(ch.confirmsDone)
+		ch.confirmsDone = nil
 	}
 	_ = ch.pubSess.Close()
 	ch.pub, ch.hdr, ch.body = nil, nil, nil

@@ -3,7 +3,6 @@ package amqp091
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
@@ -34,7 +33,7 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 				m: &spec.BasicReturn{ReplyCode: spec.NoRoute, ReplyText: "NO_ROUTE", Exchange: pub.Exchange, RoutingKey: pub.RoutingKey}})
 		}
 		if ch.confirm {
-			ch.later(pendingConfirm{seq: ch.seq})
+			ch.later(pendingConfirm{seq: ch.seq}, nil)
 		}
 		return nil
 	}
@@ -43,7 +42,7 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 		return asAMQPError(err, pub)
 	}
 	ctx := context.Background()
-	var confs []*engine.Confirmation
+	var confs confirmations
 	for i, d := range dests {
 		mm := m
 		if i < len(dests)-1 {
@@ -60,7 +59,7 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 			if ch.confirm && engine.CodeOf(err) == engine.CodeResourceAllocation {
 				// Over quota: refused, not a protocol fault. The client
 				// hears it as a nack and may try again.
-				ch.later(pendingConfirm{seq: ch.seq, confs: confs, failed: true})
+				ch.later(pendingConfirm{seq: ch.seq, failed: true}, confs)
 				return nil
 			}
 			return err
@@ -70,7 +69,7 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 		}
 	}
 	if ch.confirm || len(confs) > 0 {
-		ch.later(pendingConfirm{seq: ch.seq, confs: confs, quiet: !ch.confirm})
+		ch.later(pendingConfirm{seq: ch.seq, quiet: !ch.confirm}, confs)
 	}
 	return nil
 }
@@ -79,115 +78,88 @@ func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, 
 // while more are queued behind them.
 const ackBatch = 256
 
-// pendingConfirm is a publish whose confirmation the confirmer waits for.
+// pendingConfirm is a publish whose confirmation the channel's confirmer
+// (netserve.Confirmer, shared with STOMP and AMQP 1.0) waits for.
 type pendingConfirm struct {
 	seq    uint64
-	confs  []*engine.Confirmation
 	failed bool // refused at once: a nack
 	quiet  bool // not in confirm mode: only followed to its end
 }
 
-// confirmer is a channel's confirmation goroutine: it waits for each
-// publish's confirmations in order and answers with basic.ack (multiple
-// when several are confirmed together) or basic.nack.
-type confirmer struct {
-	queue chan pendingConfirm
-	quit  chan struct{}
-	once  sync.Once
-}
+// confirmations are the engine's confirmations of one publish, one per
+// destination it was routed to: a netserve.Waiter that is ready when all
+// are, and fails when any does.
+type confirmations []*engine.Confirmation
 
-func (cf *confirmer) stop() { cf.once.Do(func() { close(cf.quit) }) }
-
-// later queues pc for the channel's confirmer, starting it on first use;
-// the reader waits while MaxUnconfirmed are queued.
-func (ch *channel) later(pc pendingConfirm) {
-	if ch.confirms == nil {
-		ch.confirms = &confirmer{queue: make(chan pendingConfirm, ch.c.srv.opts.MaxUnconfirmed), quit: make(chan struct{})}
-		go ch.confirmLoop(ch.confirms)
-	}
-	select {
-	case ch.confirms.queue <- pc:
-	case <-ch.c.done:
-	}
-}
-
-func (ch *channel) confirmLoop(cf *confirmer) {
-	c := ch.c
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-cf.quit:
-		case <-c.done:
-		}
-		cancel()
-	}()
-	var acked uint64 // the last seq acknowledged
-	var ready uint64 // the last seq confirmed, not yet acknowledged
-	flush := func() {
-		if ready > acked {
-			c.method(ch.id, &spec.BasicAck{DeliveryTag: ready, Multiple: ready > acked+1})
-			acked = ready
-		}
-	}
-	for {
-		var pc pendingConfirm
-		select {
-		case pc = <-cf.queue:
-		case <-ctx.Done():
-			// What is still queued is followed to its end in the
-			// background (a failed write takes its message back).
-			for {
-				select {
-				case pc := <-cf.queue:
-					for _, conf := range pc.confs {
-						_ = conf.Wait(ctx)
-					}
-				default:
-					return
-				}
-			}
-		}
-		failed := pc.failed
-		if !pc.quiet && !allReady(pc.confs) {
-			flush() // what is confirmed already does not wait for this one's write
-		}
-		for _, conf := range pc.confs {
-			if err := conf.Wait(ctx); err != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				c.log.Warn("amqp091 publish not confirmed", slog.Uint64("seq", pc.seq), slog.Any("err", err))
-				failed = true
-			}
-		}
-		if pc.quiet || ctx.Err() != nil {
-			continue
-		}
-		if failed {
-			flush()
-			c.method(ch.id, &spec.BasicNack{DeliveryTag: pc.seq})
-			acked = pc.seq
-			continue
-		}
-		ready = pc.seq
-		// Acknowledge what is confirmed once nothing more is queued (or
-		// the next publish waits for its write, above), and at least
-		// every ackBatch publishes of a long pipeline.
-		if len(cf.queue) == 0 || ready-acked >= ackBatch {
-			flush()
-		}
-	}
-}
-
-// allReady reports whether every confirmation is in already.
-func allReady(confs []*engine.Confirmation) bool {
-	for _, c := range confs {
+// Ready reports whether every confirmation is in already.
+func (cs confirmations) Ready() bool {
+	for _, c := range cs {
 		if !c.Ready() {
 			return false
 		}
 	}
 	return true
+}
+
+// Wait waits for every confirmation and returns the first failure.
+func (cs confirmations) Wait(ctx context.Context) error {
+	var first error
+	for _, c := range cs {
+		if err := c.Wait(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// confirmAnswers is a channel's side of its confirmer: it answers each
+// publish in order, basic.ack with multiple for a run of confirmed ones
+// (sent on Flush, or every ackBatch), basic.nack for a failed one. Its
+// methods run on the confirmer goroutine only.
+type confirmAnswers struct {
+	ch    *channel
+	acked uint64 // the last seq answered
+	ready uint64 // the last seq confirmed, not yet answered
+}
+
+// Confirmed records pc's outcome.
+func (a *confirmAnswers) Confirmed(pc pendingConfirm, err error) {
+	c := a.ch.c
+	if err != nil {
+		c.log.Warn("amqp091 publish not confirmed", slog.Uint64("seq", pc.seq), slog.Any("err", err))
+	}
+	if pc.quiet {
+		return
+	}
+	if err != nil || pc.failed {
+		a.Flush()
+		c.method(a.ch.id, &spec.BasicNack{DeliveryTag: pc.seq})
+		a.acked = pc.seq
+		return
+	}
+	a.ready = pc.seq
+	if a.ready-a.acked >= ackBatch {
+		a.Flush() // a long pipeline hears of its progress
+	}
+}
+
+// Flush sends one basic.ack for the run of confirmed publishes.
+func (a *confirmAnswers) Flush() {
+	if a.ready > a.acked {
+		a.ch.c.method(a.ch.id, &spec.BasicAck{DeliveryTag: a.ready, Multiple: a.ready > a.acked+1})
+		a.acked = a.ready
+	}
+}
+
+// later queues pc, waiting for confs, for the channel's confirmer,
+// starting it on first use; the reader waits while MaxUnconfirmed are
+// queued.
+func (ch *channel) later(pc pendingConfirm, confs confirmations) {
+	if ch.confirmsDone == nil {
+		ch.confirmsDone = make(chan struct{})
+		ch.confirms.Start(ch.confirmsDone, ch.c.srv.opts.MaxUnconfirmed, &confirmAnswers{ch: ch})
+	}
+	ch.confirms.Later(confs, pc)
 }
 
 func (ch *channel) txSelect(m *spec.TxSelect) error {
