@@ -131,7 +131,7 @@ for SECTION in $SECTIONS; do
 done
 echo "loadavg after: $(cat /proc/loadavg)"
 
-echo "== medians (msg/s end to end; deliveries/s for fanout) and Sluice ÷ RabbitMQ"
+echo "== medians (msg/s end to end; fanout: messages each delivered to every subscriber) and Sluice ÷ RabbitMQ"
 jq -rs '
   def median: sort | if length == 0 then 0 elif length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
   group_by(.section) | .[] | . as $runs |
