@@ -191,9 +191,7 @@ func (c *conn) closeConnection(e *amqpError) {
 func (c *conn) writeLoop() {
 	var buf []byte
 	frameMax := uint32(frameMinSize)
-	var autos []outItem
-	var dones []chan struct{}
-	var taken int64
+	settle := netserve.Settle{Budget: c.budget} // what the batch leaves to do once written
 	sw := netserve.Writer[outItem]{
 		Conn: c.nc,
 		Out:  c.out,
@@ -217,12 +215,9 @@ func (c *conn) writeLoop() {
 				}
 			}
 			if it.auto != nil {
-				autos = append(autos, it)
+				settle.AckOnWrite(it.auto.sess, it.engTag)
 			}
-			taken += it.size
-			if it.done != nil {
-				dones = append(dones, it.done)
-			}
+			settle.Add(it.size, it.done)
 			p.Close = it.close
 			return p
 		},
@@ -239,22 +234,7 @@ func (c *conn) writeLoop() {
 			return err
 		},
 		KeepAlive: func() error { buf = spec.AppendHeartbeat(buf); return nil },
-		Flushed: func(err error) {
-			if err == nil {
-				for _, a := range autos {
-					_ = a.auto.sess.AcknowledgeAsync(a.engTag)
-				}
-			}
-			clear(autos)
-			autos = autos[:0]
-			c.budget.Give(taken)
-			taken = 0
-			for _, d := range dones {
-				close(d)
-			}
-			clear(dones)
-			dones = dones[:0]
-		},
+		Flushed:   settle.Flushed,
 		Failed: func(err error) {
 			c.end.Set(engine.ClosedNetworkError, err)
 			c.abort()

@@ -302,9 +302,7 @@ func (c *conn) send(it outItem) bool {
 func (c *conn) writeLoop() {
 	w := frame.NewWriter(c.nc, frame.EncodeOptions{})
 	w.SetVersion(frame.V10)
-	var acks []outItem
-	var dones []chan struct{}
-	var taken int64 // budget bytes of the batch
+	settle := netserve.Settle{Budget: c.budget} // what the batch leaves to do once written
 	sw := netserve.Writer[outItem]{
 		Conn: c.nc,
 		Out:  c.out,
@@ -321,33 +319,15 @@ func (c *conn) writeLoop() {
 				}
 			}
 			if it.sub != nil {
-				acks = append(acks, it)
+				settle.AckOnWrite(it.sub.sess, it.tag)
 			}
-			taken += it.size
-			if it.done != nil {
-				dones = append(dones, it.done)
-			}
+			settle.Add(it.size, it.done)
 			p.Close = it.close
 			return p
 		},
 		Flush:     w.Flush,
 		KeepAlive: w.WriteHeartBeat,
-		Flushed: func(err error) {
-			if err == nil {
-				for _, a := range acks {
-					_ = a.sub.sess.AcknowledgeAsync(a.tag)
-				}
-			}
-			clear(acks)
-			acks = acks[:0]
-			c.budget.Give(taken)
-			taken = 0
-			for _, d := range dones {
-				close(d)
-			}
-			clear(dones)
-			dones = dones[:0]
-		},
+		Flushed:   settle.Flushed,
 		Failed: func(err error) {
 			c.end.Set(engine.ClosedNetworkError, err)
 			c.abort()
