@@ -39,6 +39,17 @@ type Op struct {
 // Implementations must be safe for concurrent use. Update is where
 // throughput comes from: concurrent calls should share one durable commit
 // (group commit) rather than sync once each.
+//
+// Ordering between separate calls: a write is never applied before an
+// earlier one of the same caller that had returned (Update, UpdateLinger)
+// or had been submitted (Submitter.Submit). So a caller reads its own
+// writes, a key never goes back to an older value, and once a write is
+// visible every earlier write of its caller is too. The engine relies on
+// it: a delivery mark or an acknowledgement submitted after a message's
+// held first write (consume before store), or the write that unflags
+// scheduled messages read back from their time index, is applied after
+// it, so a crash in between finds the older state whole. storetest checks
+// the rule for every implementation.
 type Store interface {
 	// Update applies ops atomically: after it returns nil, all of them are
 	// durable (they survive a crash of the process or the machine); after it
