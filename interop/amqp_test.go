@@ -54,7 +54,12 @@ import (
 // which the script reads to check where a rejected message went.
 var amqpDestinations = []config.Destination{
 	{Match: "py.outcomes", Kind: "queue", ErrorDestination: "/queue/py.outcomes.DLQ"},
+	{Match: "pika.redelivery", Kind: "queue", RedeliveryLimit: &pikaRedeliveryLimit, ErrorDestination: "/queue/pika.redelivery.DLQ"},
 }
+
+// pikaRedeliveryLimit is the redelivery limit of pika's redelivery
+// scenario (amqp091_test.go): two redeliveries, then the error destination.
+var pikaRedeliveryLimit int32 = 2
 
 // amqpSluice is an in-process broker with AMQP and STOMP listeners.
 type amqpSluice struct {

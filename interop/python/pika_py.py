@@ -10,8 +10,12 @@ publish with confirms, consume with manual ack, nack, qos). Every wait is
 bounded.
 
 SLUICE_AMQP091_USER and SLUICE_AMQP091_PASSWORD give the credentials
-(guest/guest when unset). The scenario `selector` uses Sluice's x-selector
-consumer argument and is skipped against other brokers by the test.
+(guest/guest when unset). The scenarios after `fanout` reach Sluice's JMS
+features through 0-9-1 (docs/amqp091.md): `selector` (the x-selector
+consumer argument), `redelivery` (nack with requeue counted, the
+redelivery limit and error destination of the test's configuration),
+`delay` (x-delay), `priority`, `expiry` and `cross` (with STOMP, whose
+port is in SLUICE_STOMP_PORT); RabbitMQ lacks most of them.
 """
 
 import os
@@ -224,6 +228,150 @@ def scenario_selector(port):
     conn.close()
 
 
+def scenario_redelivery(port):
+    """Sluice's JMS redelivery over 0-9-1: nack with requeue is a failed
+    delivery, counted (x-delivery-count on redeliveries) and, past the
+    destination's redelivery limit (2, from the test's configuration),
+    moved to its error destination pika.redelivery.DLQ."""
+    conn = connect(port)
+    ch = conn.channel()
+    q, dlq = "pika.redelivery", "pika.redelivery.DLQ"
+    ch.queue_declare(queue=q, durable=True)
+    ch.queue_declare(queue=dlq, durable=True)
+    ch.confirm_delivery()
+    ch.basic_publish(exchange="", routing_key=q, body=b"poison",
+                     properties=pika.BasicProperties(delivery_mode=2, message_id="poison-1"))
+    counts = []
+
+    def nack(ch, m, p, b):
+        counts.append(((p.headers or {}).get("x-delivery-count"), m.redelivered))
+        ch.basic_nack(delivery_tag=m.delivery_tag, requeue=True)
+        return 1
+
+    drain(ch, q, 3, nack)
+    if [r for _, r in counts] != [False, True, True]:
+        fail("deliveries before the limit: %r, want the first not redelivered and two redelivered" % (counts,))
+    if counts[1][0] != 1 or counts[2][0] != 2:
+        fail("x-delivery-count on redeliveries: %r, want 1 then 2" % ([c for c, _ in counts],))
+    got = []
+    drain(ch, dlq, 1, lambda ch, m, p, b: (got.append((b, p.message_id)), ch.basic_ack(m.delivery_tag), 1)[2])
+    if got != [(b"poison", "poison-1")]:
+        fail("error destination received %r, want the poison message" % (got,))
+    left = ch.queue_declare(queue=q, durable=True, passive=True).method.message_count
+    if left != 0:
+        fail("%d messages left on the queue past the redelivery limit" % left)
+    conn.close()
+
+
+def scenario_delay(port):
+    """A delivery delay through RabbitMQ's delayed-message header x-delay:
+    the message is held back, then comes with its JMSDeliveryTime."""
+    conn = connect(port)
+    ch = conn.channel()
+    q = unique("pydelay")
+    ch.queue_declare(queue=q)
+    sent = time.time()
+    ch.basic_publish(exchange="", routing_key=q, body=b"later",
+                     properties=pika.BasicProperties(headers={"x-delay": 700}))
+    ch.basic_publish(exchange="", routing_key=q, body=b"now")
+    got = []
+    drain(ch, q, 2, lambda ch, m, p, b: (got.append((b, time.time() - sent, (p.headers or {}).get("JMSDeliveryTime"))), 1)[1],
+          auto_ack=True)
+    if [b for b, _, _ in got] != [b"now", b"later"]:
+        fail("order %r, want the delayed message last" % ([b for b, _, _ in got],))
+    if got[1][1] < 0.6:
+        fail("the delayed message came after %.3f s, want at least 0.7 s (less clock slack)" % got[1][1])
+    if not isinstance(got[1][2], int):
+        fail("JMSDeliveryTime of the delayed message: %r" % (got[1][2],))
+    conn.close()
+
+
+def scenario_priority(port):
+    """JMS priority: waiting messages go highest priority first (no queue
+    argument needed: every Sluice queue orders by priority)."""
+    conn = connect(port)
+    ch = conn.channel()
+    q = unique("pyprio")
+    ch.queue_declare(queue=q)
+    ch.confirm_delivery()
+    for prio in [1, 9, 4, 7]:
+        ch.basic_publish(exchange="", routing_key=q, body=str(prio).encode(),
+                         properties=pika.BasicProperties(priority=prio))
+    got = []
+    drain(ch, q, 4, lambda ch, m, p, b: (got.append((int(b), p.priority)), ch.basic_ack(m.delivery_tag), 1)[2])
+    if got != [(9, 9), (7, 7), (4, 4), (1, 1)]:
+        fail("delivery order %r, want priorities 9, 7, 4, 1" % (got,))
+    conn.close()
+
+
+def scenario_expiry(port):
+    """A per-message expiration: an expired message is never delivered."""
+    conn = connect(port)
+    ch = conn.channel()
+    q = unique("pyexp")
+    ch.queue_declare(queue=q)
+    ch.confirm_delivery()
+    ch.basic_publish(exchange="", routing_key=q, body=b"stale", properties=pika.BasicProperties(expiration="100"))
+    ch.basic_publish(exchange="", routing_key=q, body=b"fresh", properties=pika.BasicProperties(expiration="60000"))
+    time.sleep(0.4)
+    got = []
+    drain(ch, q, 1, lambda ch, m, p, b: (got.append(b), 1)[1], auto_ack=True)
+    if got != [b"fresh"]:
+        fail("received %r, want only the unexpired message" % (got,))
+    conn.close()
+
+
+def scenario_cross(port):
+    """Typed properties across protocols: a raw STOMP SEND to /topic/K
+    reaches a pika queue bound to amq.topic with key K, and a pika publish
+    with typed headers to a queue is read back over STOMP (strings)."""
+    import socket
+    stomp_port = int(os.environ["SLUICE_STOMP_PORT"])
+    conn = connect(port)
+    ch = conn.channel()
+    q = ch.queue_declare(queue="", exclusive=True).method.queue
+    ch.queue_bind(queue=q, exchange="amq.topic", routing_key="pika.cross")
+    s = socket.create_connection(("127.0.0.1", stomp_port), timeout=TIMEOUT)
+    s.sendall(b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00")
+    buf = b""
+    while b"\x00" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            fail("STOMP connection closed before CONNECTED")
+        buf += chunk
+    if not buf.startswith(b"CONNECTED"):
+        fail("STOMP: %r" % buf[:80])
+    s.sendall(b"SEND\ndestination:/topic/pika.cross\ncolor:red\nreceipt:r1\n\nfrom stomp\x00")
+    buf = b""
+    while b"RECEIPT" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            fail("STOMP connection closed before the RECEIPT")
+        buf += chunk
+    got = []
+    drain(ch, q, 1, lambda ch, m, p, b: (got.append((b, (p.headers or {}).get("color"))), 1)[1], auto_ack=True)
+    if got != [(b"from stomp", "red")]:
+        fail("amq.topic binding received %r, want the STOMP message with color red" % (got,))
+    dq = unique("pika.cross.q")
+    ch.queue_declare(queue=dq)
+    ch.basic_publish(exchange="", routing_key=dq, body=b"from pika",
+                     properties=pika.BasicProperties(headers={"n": 42, "ok": True, "name": "x"}))
+    s.sendall(("SUBSCRIBE\nid:1\ndestination:/queue/%s\nack:auto\n\n\x00" % dq).encode())
+    buf = b""
+    deadline = time.time() + TIMEOUT
+    while b"from pika" not in buf and time.time() < deadline:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    frame = buf[buf.find(b"MESSAGE"):]
+    for want in (b"\nn:42\n", b"\nok:true\n", b"\nname:x\n"):
+        if want not in frame:
+            fail("STOMP MESSAGE lacks %r: %r" % (want, frame[:300]))
+    s.close()
+    conn.close()
+
+
 SCENARIOS = {
     "app": scenario_app,
     "get": scenario_get,
@@ -231,6 +379,11 @@ SCENARIOS = {
     "topic": scenario_topic,
     "fanout": scenario_fanout,
     "selector": scenario_selector,
+    "redelivery": scenario_redelivery,
+    "delay": scenario_delay,
+    "priority": scenario_priority,
+    "expiry": scenario_expiry,
+    "cross": scenario_cross,
 }
 
 
