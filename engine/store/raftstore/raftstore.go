@@ -896,3 +896,14 @@ func (s *Store) Status() (Status, error) {
 	}
 	return st, nil
 }
+
+// Barrier waits, on the leader, until every entry appended before it is
+// applied here (or timeout): after it, no write of an earlier Update whose
+// outcome was unknown is still pending. Elsewhere it fails with a
+// *NotLeaderError.
+func (s *Store) Barrier(timeout time.Duration) error {
+	if err := s.raft.Barrier(timeout).Error(); err != nil {
+		return s.classify("barrier", err)
+	}
+	return nil
+}
