@@ -144,6 +144,16 @@ func (c *Config) validateCluster() []error {
 			break
 		}
 	}
+	hb, el := time.Duration(cl.HeartbeatTimeout), time.Duration(cl.ElectionTimeout)
+	if hb <= 0 {
+		hb = time.Second
+	}
+	if el <= 0 {
+		el = time.Second
+	}
+	if el < hb {
+		bad("election_timeout (%v) must be at least heartbeat_timeout (%v)", el, hb)
+	}
 	if c.ConsumeBeforeStore {
 		errs = append(errs, errors.New("consume_before_store must be false in a cluster: a consumer's acknowledgement would confirm a message that no majority holds"))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The example cluster of issue #17 item 7: three nodes n1-n3, STOMP on
@@ -65,6 +66,7 @@ func TestClusterValidation(t *testing.T) {
 		{"bad port", func(c *Config) { c.Cluster.Members[1].AMQP = "h:99999" }, `cluster.members[1] ("n2").amqp: port "99999"`},
 		{"raft port differs", func(c *Config) { c.Cluster.Raft = "0.0.0.0:9999" }, "cluster.raft 0.0.0.0:9999 and this node's members entry"},
 		{"negative timeout", func(c *Config) { c.Cluster.ElectionTimeout = -1 }, "must not be negative"},
+		{"election before heartbeat", func(c *Config) { c.Cluster.HeartbeatTimeout = Duration(2 * time.Second) }, "election_timeout (1s) must be at least heartbeat_timeout (2s)"},
 		{"consume before store", func(c *Config) { c.ConsumeBeforeStore = true }, "consume_before_store must be false in a cluster"},
 		{"websocket", func(c *Config) { c.Listeners.WebSocket = "127.0.0.1:15674" }, "not supported in a cluster"},
 	}
