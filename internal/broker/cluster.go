@@ -99,7 +99,10 @@ func (b *Broker) startCluster(auth *admin.Auth, authMetrics *admin.AuthMetrics) 
 		return err
 	}
 	latency := admin.NewDeliveryLatency()
+	memLimit := memoryLimit(b.cfg, b.log)
+	b.restoreGC = setRuntimeLimit(memLimit)
 	c.engineBase = engine.Config{
+		MemoryLimit:        heldAt(memLimit),
 		ObserveDelivery:    latency.Observe,
 		ObserveDenied:      authMetrics.Denied,
 		StampUserID:        b.cfg.Security.SetUserID,

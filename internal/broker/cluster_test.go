@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,30 @@ func TestClusterFailoverKeepsConfirmedMessages(t *testing.T) {
 	f := (l + 1) % 3
 	c.checkFollower(f, lm)
 
+	// A consumer on the leader takes some without acknowledging them:
+	// their delivery attempts are recorded (replicated) before delivery.
+	const unacked = 10
+	held, err := dialClusterSTOMP(lm.STOMP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hsub, err := held.Subscribe("/queue/replicated", stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(unacked)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := map[string]bool{}
+	for len(delivered) < unacked {
+		select {
+		case m := <-hsub.C:
+			if m.Err != nil {
+				t.Fatal(m.Err)
+			}
+			delivered[string(m.Body)] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the leader delivered only %d messages", len(delivered))
+		}
+	}
+
 	// The leader goes away.
 	stopped := time.Now()
 	c.stop(l)
@@ -214,6 +239,9 @@ func TestClusterFailoverKeepsConfirmedMessages(t *testing.T) {
 			body := string(m.Body)
 			if !want[body] {
 				t.Fatalf("unexpected or duplicate message %q (redelivered %q)", body, m.Header.Get("redelivered"))
+			}
+			if red := m.Header.Get("redelivered") == "true"; red != delivered[body] {
+				t.Errorf("%s: redelivered %v, want %v (delivered by the old leader: %v)", body, red, delivered[body], delivered[body])
 			}
 			delete(want, body)
 			if err := conn.Ack(m); err != nil {
@@ -338,4 +366,98 @@ func (c *testCluster) checkFollower(f int, leader config.Member) {
 	if resp2.StatusCode != http.StatusServiceUnavailable || resp2.Header.Get("X-Sluice-Leader") != leader.Admin {
 		t.Errorf("follower's /api/destinations: %d leader %q, want 503 naming %s", resp2.StatusCode, resp2.Header.Get("X-Sluice-Leader"), leader.Admin)
 	}
+}
+
+// A leader that loses its majority (both followers stop) confirms nothing
+// more: its sends fail, it stops serving (fenced, clients dropped) and
+// refuses new clients with no leader to name; once the followers return,
+// the new leader holds every message confirmed before.
+func TestClusterLeaderWithoutMajorityConfirmsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three raft nodes and an election")
+	}
+	c := newTestCluster(t)
+	l := c.leader(15 * time.Second)
+	lm := c.member(l)
+	conn, err := dialClusterSTOMP(lm.STOMP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Disconnect()
+	confirmed := make(chan string, 100000)
+	failed := make(chan error, 1)
+	go func() {
+		for j := 0; ; j++ {
+			body := fmt.Sprintf("m-%d", j)
+			err := conn.Send("/queue/majority", "text/plain", []byte(body), stomp.SendOpt.Receipt, stomp.SendOpt.Header("persistent", "true"))
+			if err != nil {
+				failed <- err
+				return
+			}
+			confirmed <- body
+		}
+	}()
+	waitUntil(t, 10*time.Second, "50 sends confirmed", func() bool { return len(confirmed) >= 50 })
+	for i := range c.nodes {
+		if i != l {
+			c.stop(i)
+		}
+	}
+	select {
+	case err := <-failed:
+		t.Logf("the leader without a majority answered a send with: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("sends were still confirmed 20 s after the majority went away")
+	}
+	waitUntil(t, 15*time.Second, "the old leader stops serving", func() bool { return c.nodes[l].Engine() == nil })
+	if conn2, err := dialClusterSTOMP(lm.STOMP); err == nil {
+		_ = conn2.Disconnect()
+		t.Error("a node without a majority accepted a STOMP client")
+	} else if !strings.Contains(err.Error(), "no leader") {
+		t.Errorf("refusal without a leader: %v", err)
+	}
+	n := len(confirmed)
+	close(confirmed)
+
+	for i := range c.nodes {
+		if i != l {
+			c.start(i)
+		}
+	}
+	nl := c.leader(20 * time.Second)
+	rc, err := dialClusterSTOMP(c.member(nl).STOMP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Disconnect()
+	sub, err := rc.Subscribe("/queue/majority", stomp.AckAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	want := map[string]bool{}
+	for b := range confirmed {
+		want[b] = true
+	}
+	timeout := time.After(20 * time.Second)
+	for missing := len(want); missing > 0; {
+		select {
+		case m := <-sub.C:
+			if m.Err != nil {
+				t.Fatal(m.Err)
+			}
+			got[string(m.Body)]++
+			if want[string(m.Body)] && got[string(m.Body)] == 1 {
+				missing--
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d confirmed messages missing after the majority returned", missing, n)
+		}
+	}
+	for b, k := range got {
+		if k > 1 {
+			t.Errorf("%s delivered %d times", b, k)
+		}
+	}
+	t.Logf("%d sends confirmed before the majority went away, all there", n)
 }
