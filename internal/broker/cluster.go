@@ -384,7 +384,7 @@ var (
 	_ store.Lingerer  = (*fencedStore)(nil)
 )
 
-func (s *fencedStore) fence()        { s.closed.Store(true) }
+func (s *fencedStore) fence()       { s.closed.Store(true) }
 func (s *fencedStore) fenced() bool { return s.closed.Load() }
 
 // check fences on an indeterminate outcome and passes err on.
