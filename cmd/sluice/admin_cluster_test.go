@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -34,25 +33,11 @@ func clusterNode(t *testing.T, id, raft, adminAddr string, bootstrap bool, membe
 	return b
 }
 
-func loopbackAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ln.Addr().String())
-		defer ln.Close()
-	}
-	return out
-}
-
 // `sluice admin cluster`: status on the leader of a one-node cluster; join
 // adds a second node, which then reports itself a follower of the first;
 // leave removes it again.
 func TestAdminCluster(t *testing.T) {
-	a := loopbackAddrs(t, 4)
+	a := freeAddrs(t, 4)
 	n1 := config.Member{ID: "n1", Raft: a[0], Admin: a[1]}
 	n2 := config.Member{ID: "n2", Raft: a[2], Admin: a[3]}
 	clusterNode(t, "n1", n1.Raft, n1.Admin, true, []config.Member{n1})
