@@ -590,7 +590,7 @@ func (c *clusterNode) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
-	if p == "/healthz" || p == "/readyz" || p == "/api/cluster" || strings.HasPrefix(p, "/api/cluster/") || p == "/api/login" || p == "/api/logout" {
+	if p == "/healthz" || p == "/readyz" || p == "/api/cluster" || strings.HasPrefix(p, "/api/cluster/") {
 		c.follower.ServeHTTP(w, r)
 		return
 	}

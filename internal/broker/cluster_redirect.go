@@ -100,7 +100,8 @@ func drain(nc net.Conn) {
 // refuseAMQP answers an AMQP 1.0 client (after SASL, if it starts with
 // it, whose outcome is ok) with an open and then a close whose error is
 // amqp:connection:redirect carrying the leader's host and port in its
-// info (network-host, port, hostname), as the AMQP 1.0 specification's
+// info (network-host, port; no hostname, which Qpid JMS would take as
+// a virtual host), as the AMQP 1.0 specification's
 // connection error redirect says.
 func refuseAMQP(nc net.Conn, leader string, known bool) {
 	defer nc.Close()
@@ -148,7 +149,6 @@ func refuseAMQP(nc net.Conn, leader string, known bool) {
 		e.Info = types.Fields{
 			{Key: types.Symbol("network-host"), Value: host},
 			{Key: types.Symbol("port"), Value: port},
-			{Key: types.Symbol("hostname"), Value: host},
 		}
 	} else {
 		e.Condition = types.ConnectionErrorConnectionForced
