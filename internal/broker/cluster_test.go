@@ -347,16 +347,26 @@ func (c *testCluster) checkFollower(f int, leader config.Member) {
 		Members              []struct{ ID string }
 		AppliedIndex         uint64
 	}
-	resp, err = client.Get("http://" + fm.Admin + "/api/cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
+	// A node just restarted reports applied index 0 until the leader's
+	// first heartbeat has it apply (skip) what its state holds.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err = client.Get("http://" + fm.Admin + "/api/cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.AppliedIndex > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if st.NodeID != fm.ID || st.Role != "follower" || st.Leader != leader.ID || len(st.Members) != 3 || st.AppliedIndex == 0 {
-		t.Errorf("follower's /api/cluster: %+v, want role follower, leader %s, 3 members", st, leader.ID)
+		t.Errorf("follower's /api/cluster: %+v, want role follower, leader %s, 3 members, an applied index", st, leader.ID)
 	}
 	resp2, err := client.Get("http://" + fm.Admin + "/api/destinations")
 	if err != nil {

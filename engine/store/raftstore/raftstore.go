@@ -867,7 +867,10 @@ type Status struct {
 	// LeaderID and LeaderAddr name the leader as this node knows it.
 	LeaderID, LeaderAddr string
 	// CommitIndex, AppliedIndex and LastIndex are raft's indexes here:
-	// committed, applied to the local state, and the last log entry.
+	// committed, applied to the local state, and the last log entry. After
+	// a restart AppliedIndex counts from the newest snapshot (0 without
+	// one) until the leader's first contact has raft pass over what the
+	// state already holds.
 	CommitIndex, AppliedIndex, LastIndex uint64
 	// LastContact is when this node last heard from a leader (zero on the
 	// leader itself and before any contact).
