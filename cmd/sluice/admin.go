@@ -84,7 +84,7 @@ CA the system trusts (the server.crt of gen-cert, say).`,
 		c.subscriptionsCmd(), c.deleteSubscriptionCmd(),
 		c.connectionsCmd(), c.closeConnectionCmd(),
 		c.browseCmd(), c.moveCmd(), c.deleteMessagesCmd(), c.exportCmd(), c.importCmd(),
-		c.publishCmd(), c.getCmd(), c.policyCmd(), c.nodeCmd(),
+		c.publishCmd(), c.getCmd(), c.policyCmd(), c.nodeCmd(), c.clusterCmd(),
 		admHashPasswordCmd(), admNewTokenCmd(), admGenCertCmd(),
 	)
 	return cmd

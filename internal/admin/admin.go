@@ -68,6 +68,10 @@ type Options struct {
 	// Policy explains a destination's effective policy (the broker passes
 	// config.Config.ExplainPolicy); nil explains the defaults.
 	Policy func(message.Destination) config.PolicyExplanation
+	// Cluster, when set, is the node of a clustered broker: /api/cluster
+	// reports it and changes its membership, and /readyz says "follower"
+	// while the server is not ready.
+	Cluster Cluster
 	// HistoryInterval, HistoryLength and HistoryDestinations shape the
 	// rate history (history.go); zero means DefaultHistoryInterval,
 	// DefaultHistoryLength, DefaultHistoryDestinations.
@@ -106,6 +110,7 @@ func New(opts Options) *Server {
 	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.clusterRoutes()
 	if s.eng != nil {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(newCollector(s.eng, opts.Version, opts.StoreStats),
@@ -133,7 +138,7 @@ func New(opts Options) *Server {
 		writeError(w, http.StatusForbidden, "cross-origin request refused: the admin API accepts changes only from its own pages and from non-browser clients")
 	}))
 	s.handler = cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.eng != nil && s.unmatched(w, r) {
+		if (s.eng != nil || s.opts.Cluster != nil) && s.unmatched(w, r) {
 			return
 		}
 		s.mux.ServeHTTP(w, r)
@@ -172,7 +177,11 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		status := "starting"
+		if s.opts.Cluster != nil {
+			status = "follower" // a cluster's leader serves; see /api/cluster
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

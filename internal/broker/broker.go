@@ -46,6 +46,9 @@ type Broker struct {
 	engine *engine.Broker
 	admin  *admin.Server
 	realm  *security.Realm // who may connect and do what, on every listener
+	// cluster is the raft node of a clustered broker (cluster.go); nil for
+	// a single node, whose engine and store are the fields above.
+	cluster *clusterNode
 
 	// tls are the TLS configurations of the TLS listeners by name
 	// (stomps, amqps, admin, websocket), fixed once Start returns.
@@ -129,6 +132,13 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 	}
 	if err := b.loadTLS(); err != nil {
 		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := b.startCluster(auth, authMetrics); err != nil {
+			_ = b.Shutdown(context.Background())
+			return nil, err
+		}
+		return b, nil
 	}
 	storeSync := admin.NewStoreSyncLatency()
 	st, err := openStore(ctx, cfg.Data, log, storeSync.Observe)
@@ -503,8 +513,17 @@ func adminAuth(cfg config.Config, realm *security.Realm) (*admin.Auth, error) {
 	return auth, nil
 }
 
-// Engine returns the engine, for embedding and tests.
-func (b *Broker) Engine() *engine.Broker { return b.engine }
+// Engine returns the engine, for embedding and tests: in a cluster the
+// serving term's, nil on a follower.
+func (b *Broker) Engine() *engine.Broker {
+	if b.cluster != nil {
+		if t := b.cluster.current(); t != nil {
+			return t.eng
+		}
+		return nil
+	}
+	return b.engine
+}
 
 // Addr returns the bound address of a listener ("stomp", "amqp", "amqp091", "stomps",
 // "amqps", "admin", "websocket"), or nil when it is not enabled.
@@ -564,7 +583,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.stopWatch != nil {
 		b.stopWatch()
 	}
-	b.admin.SetReady(false)
+	if b.admin != nil {
+		b.admin.SetReady(false)
+	}
 	var errs []error
 	if b.httpSrv != nil {
 		if err := b.httpSrv.Shutdown(ctx); err != nil {
@@ -586,8 +607,23 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	b.mu.Lock()
+	lns := b.listeners
+	b.mu.Unlock()
+	if b.cluster != nil {
+		// The cluster's accept loops end with their listeners; the term
+		// ends (its clients dropped) before the raft node closes.
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+		if err := b.cluster.shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: %w", err))
+		}
+	}
 	b.wg.Wait()
-	b.admin.Close()
+	if b.admin != nil && b.cluster == nil {
+		b.admin.Close()
+	}
 	if b.engine != nil {
 		if err := b.engine.Close(); err != nil {
 			errs = append(errs, err)

@@ -93,6 +93,9 @@ type Config struct {
 	// older incarnation are discarded, and a store holding a newer one stops
 	// the broker.
 	ConfiguredDestinations []ConfiguredDestination `toml:"configured_destination"`
+	// Cluster makes this node a member of a replicated broker (cluster.go,
+	// docs/cluster.md); nil: a single node.
+	Cluster *Cluster `toml:"cluster"`
 
 	// file is the file the configuration was read from, for positions in
 	// errors; "" when none.
@@ -421,6 +424,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Limits.validate()...)
 	errs = append(errs, c.Admin.validate()...)
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateCluster()...)
 	_, problems = c.engineDestinations()
 	errs = append(errs, problems...)
 	for i := range c.Destinations {

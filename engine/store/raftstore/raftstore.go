@@ -849,3 +849,64 @@ func (l *raftLog) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Member is one server of the raft configuration.
+type Member struct {
+	ID    string
+	Addr  string
+	Voter bool
+}
+
+// Status is what this node knows of the cluster now, for operators.
+type Status struct {
+	// State is raft's state of this node: Leader, Follower, Candidate or
+	// Shutdown.
+	State string
+	// Term is the current raft term.
+	Term uint64
+	// LeaderID and LeaderAddr name the leader as this node knows it.
+	LeaderID, LeaderAddr string
+	// CommitIndex, AppliedIndex and LastIndex are raft's indexes here:
+	// committed, applied to the local state, and the last log entry. After
+	// a restart AppliedIndex counts from the newest snapshot (0 without
+	// one) until the leader's first contact has raft pass over what the
+	// state already holds.
+	CommitIndex, AppliedIndex, LastIndex uint64
+	// LastContact is when this node last heard from a leader (zero on the
+	// leader itself and before any contact).
+	LastContact time.Time
+	// Members is the latest raft configuration.
+	Members []Member
+}
+
+// Status reports this node's view of the cluster.
+func (s *Store) Status() (Status, error) {
+	st := Status{
+		State:        s.raft.State().String(),
+		Term:         s.raft.CurrentTerm(),
+		CommitIndex:  s.raft.CommitIndex(),
+		AppliedIndex: s.raft.AppliedIndex(),
+		LastIndex:    s.raft.LastIndex(),
+		LastContact:  s.raft.LastContact(),
+	}
+	st.LeaderID, st.LeaderAddr = s.Leader()
+	fut := s.raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return st, fmt.Errorf("raftstore: configuration: %w", err)
+	}
+	for _, srv := range fut.Configuration().Servers {
+		st.Members = append(st.Members, Member{ID: string(srv.ID), Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+	}
+	return st, nil
+}
+
+// Barrier waits, on the leader, until every entry appended before it is
+// applied here (or timeout): after it, no write of an earlier Update whose
+// outcome was unknown is still pending. Elsewhere it fails with a
+// *NotLeaderError.
+func (s *Store) Barrier(timeout time.Duration) error {
+	if err := s.raft.Barrier(timeout).Error(); err != nil {
+		return s.classify("barrier", err)
+	}
+	return nil
+}

@@ -536,3 +536,36 @@ func TestRestartDoesNotReplayOverState(t *testing.T) {
 		t.Fatalf("applied index %d after leading again: the log was not replayed, so the test proved nothing", s.AppliedIndex())
 	}
 }
+
+// Status names every member, the leader and indexes that grow with the
+// writes, on the leader and on a follower.
+func TestStatus(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader(10 * time.Second)
+	write(t, c.nodes[l], "st", 10)
+	f := (l + 1) % 3
+	waitFor(t, 10*time.Second, "the follower applies the writes", func() bool { return has(c.nodes[f], "st", 10) })
+	for _, i := range []int{l, f} {
+		st, err := c.nodes[i].Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Members) != 3 || st.LeaderID != c.id(l) || st.LeaderAddr != c.addrs[l] || st.Term == 0 {
+			t.Errorf("%s: status %+v, want 3 members and leader %s at %s", c.id(i), st, c.id(l), c.addrs[l])
+		}
+		if st.AppliedIndex == 0 || st.CommitIndex < st.AppliedIndex || st.LastIndex < st.CommitIndex {
+			t.Errorf("%s: indexes applied %d commit %d last %d", c.id(i), st.AppliedIndex, st.CommitIndex, st.LastIndex)
+		}
+		want := "Follower"
+		if i == l {
+			want = "Leader"
+		}
+		if st.State != want {
+			t.Errorf("%s: state %s, want %s", c.id(i), st.State, want)
+		}
+	}
+	st, _ := c.nodes[f].Status()
+	if st.LastContact.IsZero() || time.Since(st.LastContact) > 5*time.Second {
+		t.Errorf("follower's last contact %v", st.LastContact)
+	}
+}
