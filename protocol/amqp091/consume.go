@@ -19,6 +19,7 @@ type consumer struct {
 	ch        *channel
 	tag       string
 	noAck     bool
+	noLocal   bool // skips what its own connection published (consumer.local)
 	dest      message.Destination
 	sess      *engine.Session
 	cons      *engine.Consumer
@@ -86,7 +87,7 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 		}
 		sess.SetRedeliveryDelay(time.Duration(ms) * time.Millisecond)
 	}
-	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, dest: d, sess: sess}
+	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, noLocal: m.NoLocal, dest: d, sess: sess}
 	if !c.srv.claimExclusive(cs, m.Exclusive, info.Consumers) {
 		_ = sess.Close()
 		return refuse(spec.AccessRefused, m, "queue '%s' in exclusive use", m.Queue)
@@ -137,6 +138,15 @@ func (cs *consumer) serverCancel(err error) {
 // behind (its queue, or the connection's output budget, is full).
 func (cs *consumer) deliver(d message.Delivery) {
 	ch, c := cs.ch, cs.ch.c
+	if cs.noLocal && c.local(d.Msg) {
+		// JMS noLocal: what the consumer's own connection published is
+		// not delivered to it. It is consumed, as a noLocal subscriber's
+		// subscription never holds it.
+		if _, err := cs.sess.AcknowledgeConfirm(d.Tag); err != nil {
+			c.log.Warn("amqp091 no-local: own message not dropped", slog.String("tag", cs.tag), slog.Any("err", err))
+		}
+		return
+	}
 	props, body := c.toProperties(d)
 	exchange, key := c.origin(d.Msg.Destination)
 	size := int64(len(body) + 128 + len(key))
