@@ -36,12 +36,20 @@ const (
 	argRedeliveryDelay = "x-redelivery-delay"
 )
 
+// qos answers basic.qos as RabbitMQ does: global=false sets the window of
+// each consumer made from now on; global=true the window all the
+// channel's acking consumers share, now ones included (0: none), which the
+// gate holds (deliver).
 func (ch *channel) qos(m *spec.BasicQos) error {
 	n := int(m.PrefetchCount)
-	if n == 0 || n > ch.c.srv.opts.MaxPrefetch {
-		n = ch.c.srv.opts.MaxPrefetch
+	if m.Global {
+		ch.setGlobalLimit(min(n, ch.c.srv.opts.MaxPrefetch))
+	} else {
+		if n == 0 || n > ch.c.srv.opts.MaxPrefetch {
+			n = ch.c.srv.opts.MaxPrefetch
+		}
+		ch.prefetch = n
 	}
-	ch.prefetch = n
 	ch.c.method(ch.id, &spec.BasicQosOk{})
 	return nil
 }
@@ -67,6 +75,10 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 	opts := engine.ConsumerOptions{Prefetch: ch.prefetch, CreditMode: engine.CreditOnAck, NoLocal: m.NoLocal}
 	if m.NoAck {
 		opts.Prefetch = noAckPrefetch
+	} else if g := ch.limit(); g > 0 && g < opts.Prefetch {
+		// What the engine dispatches beyond the channel's window would
+		// only wait at the gate.
+		opts.Prefetch = g
 	}
 	if v, ok := m.Arguments[argSelector]; ok {
 		s, ok := v.(string)
@@ -128,12 +140,14 @@ func (cs *consumer) serverCancel(err error) {
 	if cs.cancelled.Swap(true) {
 		return
 	}
+	cs.ch.wakeGate()
 	cs.ch.c.srv.releaseExclusive(cs)
 	cs.ch.c.log.Debug("amqp091 consumer cancelled by the server", slog.String("tag", cs.tag), slog.Any("err", err))
 	cs.ch.number(outItem{ch: cs.ch.id, m: &spec.BasicCancel{ConsumerTag: cs.tag, NoWait: true}}, nil, nil)
 }
 
-// deliver is the engine listener of a consumer: it numbers the delivery on
+// deliver is the engine listener of a consumer: it waits at the channel's
+// gate (channel.flow, basic.qos global=true), then numbers the delivery on
 // its channel and queues it for the writer, waiting while the writer is
 // behind (its queue, or the connection's output budget, is full).
 func (cs *consumer) deliver(d message.Delivery) {
@@ -150,20 +164,101 @@ func (cs *consumer) deliver(d message.Delivery) {
 	props, body := c.toProperties(d)
 	exchange, key := c.origin(d.Msg.Destination)
 	size := int64(len(body) + 128 + len(key))
-	if !c.budget.Take(size, c.done) {
-		return // the connection ends: the session gives the message back
-	}
 	dm := &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}
 	it := outItem{ch: ch.id, props: props, body: body, size: size, m: dm}
 	var u *unacked
 	if cs.noAck {
 		it.auto, it.engTag = cs, d.Tag
 	} else {
-		u = &unacked{sess: cs.sess, engTag: d.Tag}
+		u = &unacked{sess: cs.sess, engTag: d.Tag, counted: true}
 	}
-	if !ch.number(it, func(tag uint64) bool { dm.DeliveryTag = tag; return !cs.cancelled.Load() }, u) {
+	ch.deliverMu.Lock()
+	gen := ch.recoveries
+	ch.deliverMu.Unlock()
+	for {
+		// When the gate is shut, wait outside the locks and the budget.
+		if w, ok := ch.gate(cs, gen); !ok {
+			cs.giveBack(d, gen)
+			return
+		} else if w != nil {
+			select {
+			case <-w:
+				continue
+			case <-c.done:
+				return
+			}
+		}
+		if !c.budget.Take(size, c.done) {
+			return // the connection ends: the session gives the message back
+		}
+		queued, retry := ch.numberGated(cs, gen, it, dm, u)
+		if queued {
+			return
+		}
 		c.budget.Give(size)
+		if !retry {
+			cs.giveBack(d, gen)
+			return
+		}
 	}
+}
+
+// giveBack leaves a delivery the gate turned away: a stopped channel or a
+// cancelled consumer's session gives it back when it closes; after a
+// basic.recover it was most likely taken back already (its release then
+// fails, harmlessly), else it is released to the queue here.
+func (cs *consumer) giveBack(d message.Delivery, gen uint64) {
+	ch := cs.ch
+	ch.deliverMu.Lock()
+	recovered := ch.recoveries != gen
+	ch.deliverMu.Unlock()
+	if recovered && !cs.noAck {
+		_ = cs.sess.Settle(context.Background(), d.Tag, engine.Released)
+	}
+}
+
+// gate says whether a delivery of cs may go: ok false when it never will
+// (the channel stopped, cs was cancelled, or a basic.recover since gen
+// took the delivery back); a channel to wait on when not now.
+func (ch *channel) gate(cs *consumer, gen uint64) (wait <-chan struct{}, ok bool) {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	return ch.gateLocked(cs, gen)
+}
+
+func (ch *channel) gateLocked(cs *consumer, gen uint64) (wait <-chan struct{}, ok bool) {
+	if ch.stopped || cs.cancelled.Load() || (!cs.noAck && ch.recoveries != gen) {
+		return nil, false
+	}
+	if ch.paused || (!cs.noAck && ch.globalLimit > 0 && ch.held >= ch.globalLimit) {
+		return ch.wake, true
+	}
+	return nil, true
+}
+
+// numberGated numbers and queues a delivery of cs if the gate is still
+// open (it is checked again under deliverMu, which numbering holds): queued
+// when it went, retry when the gate shut meanwhile.
+func (ch *channel) numberGated(cs *consumer, gen uint64, it outItem, dm *spec.BasicDeliver, u *unacked) (queued, retry bool) {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	if w, ok := ch.gateLocked(cs, gen); !ok || w != nil {
+		return false, ok
+	}
+	ch.nextTag++
+	dm.DeliveryTag = ch.nextTag
+	if u != nil {
+		ch.held++
+		ch.remember(ch.nextTag, *u)
+	}
+	return ch.c.send(it), false
+}
+
+// limit returns the channel's shared window (basic.qos global=true), or 0.
+func (ch *channel) limit() int {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	return ch.globalLimit
 }
 
 // number queues it for the writer in delivery-tag order: with setTag it
@@ -202,6 +297,18 @@ func (ch *channel) remember(tag uint64, u unacked) {
 // tag alone, or with multiple every one up to tag (0: all). An unknown
 // tag is a channel error (406), as RabbitMQ has it.
 func (ch *channel) take(m spec.Method, tag uint64, multiple bool) ([]unacked, error) {
+	us, err := ch.takeLocked(m, tag, multiple)
+	n := 0
+	for _, u := range us {
+		if u.counted {
+			n++
+		}
+	}
+	ch.unhold(n)
+	return us, err
+}
+
+func (ch *channel) takeLocked(m spec.Method, tag uint64, multiple bool) ([]unacked, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if !multiple {
@@ -302,15 +409,39 @@ func (ch *channel) settle(m spec.Method, tag uint64, multiple, requeue bool) err
 // recover redelivers every unacknowledged delivery of the channel
 // (basic.recover; requeue=false is not told apart: the messages go back
 // to their queues, and the redelivered flag and count say so).
+//
+// The sessions of every acking consumer are recovered, so that a delivery
+// waiting at the gate goes back too (and the gate drops it: recoveries).
 func (ch *channel) recover() error {
+	ch.deliverMu.Lock()
+	ch.recoveries++
+	ch.deliverMu.Unlock()
 	ch.mu.Lock()
 	sessions := map[*engine.Session]bool{}
+	n := 0
 	for _, u := range ch.unacked {
 		sessions[u.sess] = true
+		if u.counted {
+			n++
+		}
 	}
 	clear(ch.unacked)
 	ch.order = ch.order[:0]
 	ch.mu.Unlock()
+	ch.unhold(n)
+	for _, cs := range ch.consumers {
+		if !cs.noAck {
+			sessions[cs.sess] = true
+		}
+	}
+	defer func() {
+		// A delivery that began between the first count and the
+		// sessions' recovery may be one they took back: the gate turns
+		// it away (giveBack).
+		ch.deliverMu.Lock()
+		ch.recoveries++
+		ch.deliverMu.Unlock()
+	}()
 	for s := range sessions {
 		if err := s.Recover(context.Background()); err != nil {
 			return err
@@ -338,6 +469,7 @@ func (ch *channel) cancel(m *spec.BasicCancel) error {
 func (ch *channel) dropConsumer(tag string, cs *consumer) {
 	delete(ch.consumers, tag)
 	cs.cancelled.Store(true)
+	ch.wakeGate()
 	ch.c.srv.releaseExclusive(cs)
 	_ = cs.cons.Close()
 	defer ch.c.srv.consumerGone(cs.dest)
