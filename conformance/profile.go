@@ -131,7 +131,7 @@ func SluiceProfile() *Profile {
 		},
 		// Deleting destinations needs the admin API (--admin); the
 		// runner finds out whether the broker has one.
-		Lacks: map[Need]string{},
+		Lacks:  map[Need]string{},
 		Config: sluiceConfig,
 		Slack:  1,
 	}
