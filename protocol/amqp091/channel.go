@@ -17,7 +17,8 @@ import (
 // order; mu guards the unacknowledged deliveries, which the reader's acks
 // and the deliveries share. deliverMu also guards the gate a delivery
 // passes first (channel.flow, and basic.qos with global=true): a delivery
-// the gate holds waits on wake, outside the locks.
+// the gate holds is parked, and the channel's pump goroutine sends it when
+// wake says the gate moved.
 //
 // Lock order: deliverMu, then mu.
 type channel struct {
@@ -54,6 +55,8 @@ type channel struct {
 	held        int           // acking consumers' deliveries not yet settled
 	recoveries  uint64        // basic.recover count: older held deliveries are stale
 	wake        chan struct{} // closed and replaced when the gate may open
+	parked      []*pending    // deliveries waiting for the gate, oldest first
+	pumping     bool          // the pump goroutine runs (it sends parked deliveries)
 
 	mu      sync.Mutex
 	unacked map[uint64]unacked

@@ -24,6 +24,7 @@ type consumer struct {
 	sess      *engine.Session
 	cons      *engine.Consumer
 	cancelled atomic.Bool // the server cancelled it (its queue was deleted)
+	parked    int         // its deliveries the channel's pump holds (under ch.deliverMu)
 }
 
 // noAckPrefetch bounds the window of a no-ack consumer: the deliveries
@@ -146,10 +147,14 @@ func (cs *consumer) serverCancel(err error) {
 	cs.ch.number(outItem{ch: cs.ch.id, m: &spec.BasicCancel{ConsumerTag: cs.tag, NoWait: true}}, nil, nil)
 }
 
-// deliver is the engine listener of a consumer: it waits at the channel's
-// gate (channel.flow, basic.qos global=true), then numbers the delivery on
-// its channel and queues it for the writer, waiting while the writer is
-// behind (its queue, or the connection's output budget, is full).
+// deliver is the engine listener of a consumer: it numbers the delivery
+// on its channel and queues it for the writer, waiting while the writer is
+// behind (its queue, or the connection's output budget, is full). While
+// the channel's gate is shut for the consumer (channel.flow, basic.qos
+// global=true) the delivery is parked instead, and the channel's pump
+// sends it once the gate opens: an engine listener must not wait for the
+// client, since the engine waits for its listeners when it closes a
+// consumer (a deleted queue, a closed connection).
 func (cs *consumer) deliver(d message.Delivery) {
 	ch, c := cs.ch, cs.ch.c
 	if cs.noLocal && c.local(d.Msg) {
@@ -163,71 +168,53 @@ func (cs *consumer) deliver(d message.Delivery) {
 	}
 	props, body := c.toProperties(d)
 	exchange, key := c.origin(d.Msg.Destination)
-	size := int64(len(body) + 128 + len(key))
-	dm := &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}
-	it := outItem{ch: ch.id, props: props, body: body, size: size, m: dm}
-	var u *unacked
+	p := &pending{cs: cs, engTag: d.Tag, size: int64(len(body) + 128 + len(key)),
+		dm: &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}}
+	p.it = outItem{ch: ch.id, props: props, body: body, size: p.size, m: p.dm}
 	if cs.noAck {
-		it.auto, it.engTag = cs, d.Tag
-	} else {
-		u = &unacked{sess: cs.sess, engTag: d.Tag, counted: true}
+		p.it.auto, p.it.engTag = cs, d.Tag
 	}
 	ch.deliverMu.Lock()
-	gen := ch.recoveries
+	p.gen = ch.recoveries
+	w, ok := ch.gateLocked(p)
+	switch {
+	case !ok:
+		ch.deliverMu.Unlock()
+		p.giveBack()
+		return
+	case w != nil || cs.parked > 0: // behind the gate, or behind its own parked deliveries
+		ch.parkLocked(p, false)
+		ch.deliverMu.Unlock()
+		return
+	}
 	ch.deliverMu.Unlock()
-	for {
-		// When the gate is shut, wait outside the locks and the budget.
-		if w, ok := ch.gate(cs, gen); !ok {
-			cs.giveBack(d, gen)
-			return
-		} else if w != nil {
-			select {
-			case <-w:
-				continue
-			case <-c.done:
-				return
-			}
-		}
-		if !c.budget.Take(size, c.done) {
-			return // the connection ends: the session gives the message back
-		}
-		queued, retry := ch.numberGated(cs, gen, it, dm, u)
-		if queued {
-			return
-		}
-		c.budget.Give(size)
-		if !retry {
-			cs.giveBack(d, gen)
-			return
-		}
-	}
+	ch.send(p, false)
 }
 
-// giveBack leaves a delivery the gate turned away: a stopped channel or a
-// cancelled consumer's session gives it back when it closes; after a
-// basic.recover it was most likely taken back already (its release then
-// fails, harmlessly), else it is released to the queue here.
-func (cs *consumer) giveBack(d message.Delivery, gen uint64) {
-	ch := cs.ch
-	ch.deliverMu.Lock()
-	recovered := ch.recoveries != gen
-	ch.deliverMu.Unlock()
-	if recovered && !cs.noAck {
-		_ = cs.sess.Settle(context.Background(), d.Tag, engine.Released)
-	}
+// pending is a consumer's delivery on its way to the writer.
+type pending struct {
+	cs     *consumer
+	engTag uint64
+	size   int64 // of the output budget
+	gen    uint64
+	dm     *spec.BasicDeliver
+	it     outItem
 }
 
-// gate says whether a delivery of cs may go: ok false when it never will
-// (the channel stopped, cs was cancelled, or a basic.recover since gen
-// took the delivery back); a channel to wait on when not now.
-func (ch *channel) gate(cs *consumer, gen uint64) (wait <-chan struct{}, ok bool) {
-	ch.deliverMu.Lock()
-	defer ch.deliverMu.Unlock()
-	return ch.gateLocked(cs, gen)
+// giveBack returns a delivery the gate turned away to its queue, as never
+// delivered. (After a basic.recover the session has most likely taken it
+// back already, and this fails, harmlessly; a closing session gives it
+// back itself.)
+func (p *pending) giveBack() {
+	_ = p.cs.sess.Settle(context.Background(), p.engTag, engine.Released)
 }
 
-func (ch *channel) gateLocked(cs *consumer, gen uint64) (wait <-chan struct{}, ok bool) {
-	if ch.stopped || cs.cancelled.Load() || (!cs.noAck && ch.recoveries != gen) {
+// gateLocked says whether p may go now: ok false when it never will (the
+// channel stopped, its consumer was cancelled, or a basic.recover since it
+// came took it back); a channel to wait on when not now. Under deliverMu.
+func (ch *channel) gateLocked(p *pending) (wait <-chan struct{}, ok bool) {
+	cs := p.cs
+	if ch.stopped || cs.cancelled.Load() || (!cs.noAck && ch.recoveries != p.gen) {
 		return nil, false
 	}
 	if ch.paused || (!cs.noAck && ch.globalLimit > 0 && ch.held >= ch.globalLimit) {
@@ -236,22 +223,117 @@ func (ch *channel) gateLocked(cs *consumer, gen uint64) (wait <-chan struct{}, o
 	return nil, true
 }
 
-// numberGated numbers and queues a delivery of cs if the gate is still
-// open (it is checked again under deliverMu, which numbering holds): queued
-// when it went, retry when the gate shut meanwhile.
-func (ch *channel) numberGated(cs *consumer, gen uint64, it outItem, dm *spec.BasicDeliver, u *unacked) (queued, retry bool) {
+// send takes p's output budget, then numbers p and queues it for the
+// writer if the gate is still open (checked again under deliverMu, which
+// numbering holds); if it shut meanwhile p is parked (first, when the pump
+// had taken it from the front of the parked deliveries). It reports false
+// when the connection ends first.
+func (ch *channel) send(p *pending, fromPump bool) bool {
+	c := ch.c
+	if !c.budget.Take(p.size, c.done) {
+		return false // the connection ends: the session gives the message back
+	}
 	ch.deliverMu.Lock()
-	defer ch.deliverMu.Unlock()
-	if w, ok := ch.gateLocked(cs, gen); !ok || w != nil {
-		return false, ok
+	w, ok := ch.gateLocked(p)
+	if !ok || w != nil {
+		if fromPump {
+			p.cs.parked--
+		}
+		if ok {
+			ch.parkLocked(p, fromPump)
+		}
+		ch.deliverMu.Unlock()
+		c.budget.Give(p.size)
+		if !ok {
+			p.giveBack()
+		}
+		return true
+	}
+	if fromPump {
+		p.cs.parked--
 	}
 	ch.nextTag++
-	dm.DeliveryTag = ch.nextTag
-	if u != nil {
+	p.dm.DeliveryTag = ch.nextTag
+	if !p.cs.noAck {
 		ch.held++
-		ch.remember(ch.nextTag, *u)
+		ch.remember(ch.nextTag, unacked{sess: p.cs.sess, engTag: p.engTag, counted: true})
 	}
-	return ch.c.send(it), false
+	sent := c.send(p.it)
+	ch.deliverMu.Unlock()
+	if !sent {
+		c.budget.Give(p.size)
+	}
+	return true
+}
+
+// parkLocked parks p (at the front with first) and starts the channel's
+// pump if it is not running. Under deliverMu.
+func (ch *channel) parkLocked(p *pending, first bool) {
+	p.cs.parked++
+	if first {
+		ch.parked = append([]*pending{p}, ch.parked...)
+	} else {
+		ch.parked = append(ch.parked, p)
+	}
+	if !ch.pumping {
+		ch.pumping = true
+		go ch.pump()
+	}
+}
+
+// pump sends the parked deliveries whose gate is open, oldest first (a
+// consumer's deliveries keep their order), and waits for the gate to move
+// when none is; it ends when nothing is parked, or the channel or the
+// connection ends.
+func (ch *channel) pump() {
+	c := ch.c
+	for {
+		ch.deliverMu.Lock()
+		var next *pending
+		var dropped []*pending
+		shut := map[*consumer]bool{}
+		keep := ch.parked[:0]
+		for _, p := range ch.parked {
+			if next != nil || shut[p.cs] {
+				keep = append(keep, p)
+				continue
+			}
+			switch w, ok := ch.gateLocked(p); {
+			case !ok:
+				p.cs.parked--
+				dropped = append(dropped, p)
+			case w != nil:
+				shut[p.cs] = true
+				keep = append(keep, p)
+			default:
+				next = p // p.cs.parked stays counted until send
+			}
+		}
+		clear(ch.parked[len(keep):])
+		ch.parked = keep
+		if next == nil && len(dropped) == 0 {
+			if len(ch.parked) == 0 || ch.stopped {
+				ch.pumping = false
+				ch.deliverMu.Unlock()
+				return
+			}
+			w := ch.wake
+			ch.deliverMu.Unlock()
+			select {
+			case <-w:
+				continue
+			case <-c.done:
+				return // the sessions give the messages back
+			}
+		}
+		ch.deliverMu.Unlock()
+		for _, p := range dropped {
+			p.giveBack()
+		}
+		if next != nil && !ch.send(next, true) {
+			return
+		}
+	}
 }
 
 // limit returns the channel's shared window (basic.qos global=true), or 0.

@@ -185,3 +185,72 @@ func TestChannelFlow(t *testing.T) {
 		t.Fatalf("deliveries %v, want 4 distinct", seen)
 	}
 }
+
+// TestGateHeldDeliveriesDoNotBlock: deliveries the gate holds (a paused
+// channel, a full channel window) do not hold up the engine: deleting the
+// queue from another connection completes and cancels the consumer, and
+// closing the channel returns the held messages to their queue.
+func TestGateHeldDeliveriesDoNotBlock(t *testing.T) {
+	addr, eng := startServer(t, engine.Config{}, amqp091.Options{})
+	c := dial(t, addr)
+	admin := channel(t, dial(t, addr))
+	for _, q := range []string{"held.del", "held.keep"} {
+		if _, err := admin.QueueDeclare(q, false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			publish(t, admin, "", q, amqp.Publishing{Body: []byte(fmt.Sprint(i))})
+		}
+	}
+
+	// A paused channel whose queue is deleted.
+	paused := channel(t, c)
+	cancels := paused.NotifyCancel(make(chan string, 1))
+	if err := paused.Flow(false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := paused.Consume("held.del", "paused", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none(t, ds, 200*time.Millisecond)
+	deleted := make(chan error, 1)
+	go func() { _, err := admin.QueueDelete("held.del", false, false, false); deleted <- err }()
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("queue.delete blocked by a paused consumer")
+	}
+	select {
+	case tag := <-cancels:
+		if tag != "paused" {
+			t.Fatalf("cancelled %q", tag)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no basic.cancel for the deleted queue's consumer")
+	}
+
+	// A full channel window, then the channel closes: what it held goes
+	// back to the queue.
+	full := channel(t, c)
+	if err := full.Qos(2, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := full.Consume("held.keep", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, fds)
+	next(t, fds)
+	none(t, fds, 200*time.Millisecond)
+	if err := full.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitDepth(t, eng, "held.keep", 5)
+	if got := drain(t, admin, "held.keep"); len(got) != 5 {
+		t.Fatalf("after the close the queue gave %d messages, want 5", len(got))
+	}
+}
