@@ -54,6 +54,7 @@ type channel struct {
 	globalLimit int           // basic.qos global=true: the channel's window; 0 none
 	held        int           // acking consumers' deliveries not yet settled
 	recoveries  uint64        // basic.recover count: older held deliveries are stale
+	recovering  bool          // a basic.recover runs: the gate is shut
 	wake        chan struct{} // closed and replaced when the gate may open
 	parked      []*pending    // deliveries waiting for the gate, oldest first
 	pumping     bool          // the pump goroutine runs (it sends parked deliveries)

@@ -217,7 +217,7 @@ func (ch *channel) gateLocked(p *pending) (wait <-chan struct{}, ok bool) {
 	if ch.stopped || cs.cancelled.Load() || (!cs.noAck && ch.recoveries != p.gen) {
 		return nil, false
 	}
-	if ch.paused || (!cs.noAck && ch.globalLimit > 0 && ch.held >= ch.globalLimit) {
+	if ch.paused || ch.recovering || (!cs.noAck && ch.globalLimit > 0 && ch.held >= ch.globalLimit) {
 		return ch.wake, true
 	}
 	return nil, true
@@ -494,9 +494,12 @@ func (ch *channel) settle(m spec.Method, tag uint64, multiple, requeue bool) err
 //
 // The sessions of every acking consumer are recovered, so that a delivery
 // waiting at the gate goes back too (and the gate drops it: recoveries).
+// The gate is shut meanwhile: a delivery that came during the recovery
+// may be one the sessions took back, so it is given back too.
 func (ch *channel) recover() error {
 	ch.deliverMu.Lock()
 	ch.recoveries++
+	ch.recovering = true
 	ch.deliverMu.Unlock()
 	ch.mu.Lock()
 	sessions := map[*engine.Session]bool{}
@@ -517,11 +520,10 @@ func (ch *channel) recover() error {
 		}
 	}
 	defer func() {
-		// A delivery that began between the first count and the
-		// sessions' recovery may be one they took back: the gate turns
-		// it away (giveBack).
 		ch.deliverMu.Lock()
 		ch.recoveries++
+		ch.recovering = false
+		ch.openGateLocked()
 		ch.deliverMu.Unlock()
 	}()
 	for s := range sessions {

@@ -17,9 +17,15 @@ func collect(dss []<-chan amqp.Delivery, wait time.Duration) []amqp.Delivery {
 	deadline := time.After(wait)
 	for {
 		select {
-		case d := <-dss[0]:
+		case d, ok := <-dss[0]:
+			if !ok {
+				return append(out, amqp.Delivery{Body: []byte("closed")})
+			}
 			out = append(out, d)
-		case d := <-dss[1]:
+		case d, ok := <-dss[1]:
+			if !ok {
+				return append(out, amqp.Delivery{Body: []byte("closed")})
+			}
 			out = append(out, d)
 		case <-deadline:
 			return out
@@ -34,6 +40,16 @@ func collect(dss []<-chan amqp.Delivery, wait time.Duration) []amqp.Delivery {
 func TestQosGlobal(t *testing.T) {
 	addr, eng := startServer(t, engine.Config{}, amqp091.Options{})
 	ch := channel(t, dial(t, addr))
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	defer func() {
+		select {
+		case e := <-closed:
+			if e != nil {
+				t.Errorf("channel closed: %v", e)
+			}
+		default:
+		}
+	}()
 	for _, q := range []string{"gq.a", "gq.b"} {
 		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
 			t.Fatal(err)
