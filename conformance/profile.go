@@ -131,13 +131,7 @@ func SluiceProfile() *Profile {
 		},
 		// Deleting destinations needs the admin API (--admin); the
 		// runner finds out whether the broker has one.
-		Lacks: map[Need]string{},
-		// Known failures of the 0-9-1 front-end (docs/amqp091.md).
-		LacksOn: map[string]map[Need]string{"amqp091": {
-			NeedNoLocal: "the 0-9-1 front-end ignores basic.consume no-local on a queue bound to amq.topic: " +
-				"the topic subscription behind the binding is made without noLocal, so a subscriber gets " +
-				"what its own connection published",
-		}},
+		Lacks:  map[Need]string{},
 		Config: sluiceConfig,
 		Slack:  1,
 	}

@@ -19,8 +19,8 @@ import (
 // newServeCommand builds `sluice serve`: the broker itself.
 func newServeCommand() *cobra.Command {
 	var (
-		file, data, stomp, amqp, stomps, amqps, adminAddr, websocket, level, format string
-		check                                                                       bool
+		file, data, stomp, amqp, stomps, amqps, amqp091, adminAddr, websocket, level, format string
+		check                                                                                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -29,7 +29,8 @@ func newServeCommand() *cobra.Command {
 
 With no flags it needs no set-up: the embedded store lives in ./sluice-data and
 every listener binds 127.0.0.1 (STOMP 61613, AMQP 1.0 5672, admin HTTP 8161,
-STOMP over WebSocket 15674 at /ws).
+STOMP over WebSocket 15674 at /ws). AMQP 0-9-1 clients are served on the AMQP
+port too; --amqp091 adds a listener of their own.
 Settings come from the defaults, then the --config file (TOML, see
 docs/configuration.md), then SLUICE_* environment variables, then flags.
 The TLS listeners (--stomps, --amqps) need a certificate: [tls] in the file.
@@ -57,6 +58,9 @@ files.`,
 			}
 			if flags.Changed("amqps") {
 				cfg.Listeners.AMQPS = amqps
+			}
+			if flags.Changed("amqp091") {
+				cfg.Listeners.AMQP091 = amqp091
 			}
 			if flags.Changed("admin") {
 				cfg.Listeners.Admin = adminAddr
@@ -92,6 +96,7 @@ files.`,
 	f.StringVar(&amqp, "amqp", "127.0.0.1:5672", "AMQP 1.0 listener address (empty disables)")
 	f.StringVar(&stomps, "stomps", "", "STOMP over TLS listener address, conventionally port 61614 (empty disables)")
 	f.StringVar(&amqps, "amqps", "", "AMQP 1.0 over TLS listener address, conventionally port 5671 (empty disables)")
+	f.StringVar(&amqp091, "amqp091", "", "AMQP 0-9-1 listener address of its own, e.g. 127.0.0.1:5673 (empty: 0-9-1 only on the AMQP ports)")
 	f.StringVar(&adminAddr, "admin", "127.0.0.1:8161", "admin HTTP listener address (empty disables)")
 	f.StringVar(&websocket, "websocket", "127.0.0.1:15674", "STOMP over WebSocket listener address, served at /ws (empty disables)")
 	f.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/internal/config"
 )
@@ -21,7 +23,7 @@ import (
 // duration, so the caller's environment cannot change the results.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_ADMIN", "SLUICE_WEBSOCKET", "SLUICE_LOG_LEVEL", "SLUICE_LOG_FORMAT"} {
+	for _, k := range []string{"SLUICE_DATA", "SLUICE_STOMP", "SLUICE_AMQP", "SLUICE_STOMPS", "SLUICE_AMQPS", "SLUICE_AMQP091", "SLUICE_ADMIN", "SLUICE_WEBSOCKET", "SLUICE_LOG_LEVEL", "SLUICE_LOG_FORMAT"} {
 		t.Setenv(k, "") // ApplyEnv ignores empty variables
 	}
 }
@@ -237,6 +239,7 @@ func TestServeFlagDefaults(t *testing.T) {
 		"amqp":         def.Listeners.AMQP,
 		"stomps":       def.Listeners.STOMPS,
 		"amqps":        def.Listeners.AMQPS,
+		"amqp091":      def.Listeners.AMQP091,
 		"admin":        def.Listeners.Admin,
 		"websocket":    def.Listeners.WebSocket,
 		"log-level":    def.LogLevel,
@@ -379,5 +382,39 @@ func TestServeBadLogLevel(t *testing.T) {
 	cfg.LogLevel = "loud"
 	if err := serve(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "log level") {
 		t.Errorf("serve with log level loud = %v", err)
+	}
+}
+
+// `sluice serve --amqp091 A` serves AMQP 0-9-1 clients on A, with the
+// AMQP 1.0 port off.
+func TestServeAMQP091Flag(t *testing.T) {
+	clearEnv(t)
+	file := writeConfig(t, "log_level = \"error\"\n[listeners]\nstomp = \"\"\namqp = \"\"\nwebsocket = \"\"\n")
+	admin, addr := freeAddr(t), freeAddr(t)
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "--config", file, "--data", t.TempDir(), "--admin", admin, "--amqp091", addr})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	waitReady(t, admin, done)
+	c, err := amqp091.Dial("amqp://guest:guest@" + addr + "/")
+	if err != nil {
+		t.Fatalf("AMQP 0-9-1 client on --amqp091 %s: %v", addr, err)
+	}
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("flag.q", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	cancel()
+	if err := waitDone(t, done); err != nil {
+		t.Fatalf("sluice serve after cancel = %v (output %q)", err, out.String())
 	}
 }

@@ -20,10 +20,17 @@ import (
 // connection, so the topic's messages wait for the queue while the broker
 // is down; an exclusive queue's bridge is a plain subscription of the
 // queue's own connection, and ends with it.
+//
+// An exclusive queue's bridge sends what its own connection published on
+// that connection, and everything else on the server's bridge connection,
+// so that each message in the queue names as its producer the connection
+// it came from as far as no-local goes (consumer.local): a no-local
+// consumer of the queue skips what its connection published to the topic.
 type bridge struct {
 	x       *exchanges
-	sess    *engine.Session
-	subName string // the durable subscription, or ""
+	sess    *engine.Session // the subscription (and its sends, for a durable queue or local messages)
+	out     *engine.Session // an exclusive queue's sends of other connections' messages, or nil
+	subName string          // the durable subscription, or ""
 	once    sync.Once
 }
 
@@ -103,12 +110,23 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 		return nil, err
 	}
 	br.sess = sess
+	foreign := prod // the producer of messages other connections published
+	if b.owner != nil {
+		if foreign, err = br.foreignProducer(b.dest); err != nil {
+			_ = sess.Close()
+			return nil, err
+		}
+	}
 	dest := b.dest
 	err = cons.SetListener(func(d message.Delivery) {
 		m := d.Msg.Clone()
 		o := engine.SendOptions{Set: engine.SetDeliveryMode | engine.SetPriority | engine.SetExpiration | engine.SetRedeliveryLimit,
 			DeliveryMode: m.DeliveryMode, Priority: m.Priority, Expiration: m.Expiration, RedeliveryLimit: m.RedeliveryLimit}
-		if err := prod.Send(context.Background(), m, o); err != nil {
+		p := prod
+		if d.Msg.Producer != ec.ID() {
+			p = foreign
+		}
+		if err := p.Send(context.Background(), m, o); err != nil {
 			x.log.Warn("amqp091 bridge: message not passed on", slog.String("topic", topic.Name),
 				slog.String("queue", dest.Name), slog.Any("err", err))
 			if engine.CodeOf(err) == engine.CodeInvalidDestination {
@@ -125,17 +143,46 @@ func (x *exchanges) startBridge(ctx context.Context, c *conn, b *binding) (*brid
 		_, _ = sess.AcknowledgeConfirm(d.Tag)
 	})
 	if err != nil {
-		_ = sess.Close()
+		br.closeSessions()
 		return nil, err
 	}
 	return br, nil
+}
+
+// foreignProducer opens br.out, a session of the server's bridge
+// connection, and its producer to dest.
+func (br *bridge) foreignProducer(dest message.Destination) (*engine.Producer, error) {
+	bc, err := br.x.bridgeConnection()
+	if err != nil {
+		return nil, err
+	}
+	out, err := bc.CreateSession(engine.AutoAcknowledge)
+	if err != nil {
+		return nil, err
+	}
+	p, err := out.CreateProducer(dest)
+	if err != nil {
+		_ = out.Close()
+		return nil, err
+	}
+	br.out = out
+	return p, nil
+}
+
+// closeSessions closes the subscription's session (which waits for its
+// listener), then the session it sends other connections' messages on.
+func (br *bridge) closeSessions() {
+	_ = br.sess.Close()
+	if br.out != nil {
+		_ = br.out.Close()
+	}
 }
 
 // stop ends the bridge; deleteSub also deletes its durable subscription
 // (the binding is gone, not just the server).
 func (br *bridge) stop(deleteSub bool) {
 	br.once.Do(func() {
-		_ = br.sess.Close()
+		br.closeSessions()
 		if deleteSub && br.subName != "" {
 			if err := br.x.eng.DeleteSubscription(context.Background(), bridgeClientID, br.subName); err != nil {
 				br.x.log.Warn("amqp091 bridge: subscription not deleted", slog.String("subscription", br.subName), slog.Any("err", err))

@@ -16,7 +16,10 @@ import (
 // channel's consumers) take deliverMu to number a delivery and queue it
 // for the writer in one step, so that delivery tags reach the client in
 // order; mu guards the unacknowledged deliveries, which the reader's acks
-// and the deliveries share.
+// and the deliveries share. deliverMu also guards the gate a delivery
+// passes first (channel.flow, and basic.qos with global=true): a delivery
+// the gate holds is parked, and the channel's pump goroutine sends it when
+// wake says the gate moved.
 //
 // Lock order: deliverMu, then mu.
 type channel struct {
@@ -50,6 +53,15 @@ type channel struct {
 	deliverMu sync.Mutex
 	nextTag   uint64 // the last delivery tag given (under deliverMu)
 	stopped   bool   // no more deliveries (under deliverMu)
+	// The gate (under deliverMu).
+	paused      bool          // channel.flow active=false: no deliveries
+	globalLimit int           // basic.qos global=true: the channel's window; 0 none
+	held        int           // acking consumers' deliveries not yet settled
+	recoveries  uint64        // basic.recover count: older held deliveries are stale
+	recovering  bool          // a basic.recover runs: the gate is shut
+	wake        chan struct{} // closed and replaced when the gate may open
+	parked      []*pending    // deliveries waiting for the gate, oldest first
+	pumping     bool          // the pump goroutine runs (it sends parked deliveries)
 
 	mu      sync.Mutex
 	unacked map[uint64]unacked
@@ -58,8 +70,9 @@ type channel struct {
 
 // unacked is a delivery the client has not acknowledged yet.
 type unacked struct {
-	sess   *engine.Session
-	engTag uint64
+	sess    *engine.Session
+	engTag  uint64
+	counted bool // a consumer's, counted in held (not basic.get's)
 }
 
 func newChannel(c *conn, id uint16) (*channel, error) {
@@ -73,7 +86,7 @@ func newChannel(c *conn, id uint16) (*channel, error) {
 		return nil, err
 	}
 	return &channel{c: c, id: id, pubSess: sess, prod: prod, prefetch: c.srv.opts.DefaultPrefetch,
-		consumers: map[string]*consumer{}, unacked: map[uint64]unacked{}}, nil
+		consumers: map[string]*consumer{}, unacked: map[uint64]unacked{}, wake: make(chan struct{})}, nil
 }
 
 // fail closes the channel from the server side with a soft error: its
@@ -121,10 +134,59 @@ func (ch *channel) release() {
 	ch.pub, ch.hdr, ch.body = nil, nil, nil
 }
 
-// stop ends the channel's deliveries: number queues nothing more.
+// stop ends the channel's deliveries: number queues nothing more, and
+// deliveries the gate holds give up.
 func (ch *channel) stop() {
 	ch.deliverMu.Lock()
 	ch.stopped = true
+	ch.openGateLocked()
+	ch.deliverMu.Unlock()
+}
+
+// openGateLocked wakes the deliveries waiting at the gate, to look again;
+// under deliverMu.
+func (ch *channel) openGateLocked() {
+	close(ch.wake)
+	ch.wake = make(chan struct{})
+}
+
+// setFlow answers channel.flow: with active=false the channel's consumers
+// get nothing more until active=true (their deliveries wait in the engine
+// consumers' windows). channel.flow-ok is queued under deliverMu, so no
+// delivery follows it while the channel is paused.
+func (ch *channel) setFlow(active bool) {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	ch.paused = !active
+	ch.openGateLocked()
+	ch.c.send(outItem{ch: ch.id, m: &spec.ChannelFlowOk{Active: active}})
+}
+
+// setGlobalLimit sets the window the channel's acking consumers share
+// (basic.qos global=true; 0: none).
+func (ch *channel) setGlobalLimit(n int) {
+	ch.deliverMu.Lock()
+	ch.globalLimit = n
+	ch.openGateLocked()
+	ch.deliverMu.Unlock()
+}
+
+// unhold takes n settled deliveries off the channel's window.
+func (ch *channel) unhold(n int) {
+	if n == 0 {
+		return
+	}
+	ch.deliverMu.Lock()
+	ch.held -= n
+	ch.openGateLocked()
+	ch.deliverMu.Unlock()
+}
+
+// wakeGate wakes the deliveries waiting at the gate (a consumer was
+// cancelled: its listener must return before the engine consumer closes).
+func (ch *channel) wakeGate() {
+	ch.deliverMu.Lock()
+	ch.openGateLocked()
 	ch.deliverMu.Unlock()
 }
 
@@ -143,10 +205,7 @@ func (ch *channel) handle(m spec.Method) error {
 	case *spec.ChannelCloseOk:
 		return nil // a close-ok nobody asked for: ignored
 	case *spec.ChannelFlow:
-		if !m.Active {
-			return refuse(spec.NotImplemented, m, "active=false")
-		}
-		ch.c.method(ch.id, &spec.ChannelFlowOk{Active: true})
+		ch.setFlow(m.Active)
 		return nil
 	case *spec.ChannelFlowOk:
 		return nil

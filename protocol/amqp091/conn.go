@@ -76,6 +76,7 @@ type conn struct {
 	identity   security.Identity
 
 	eng      *engine.Connection
+	since    int64           // when eng was opened, epoch ms (see local)
 	tempSess *engine.Session // makes the connection's temporary queues
 
 	channels  map[uint16]*channel // reader goroutine only
@@ -522,6 +523,7 @@ func (c *conn) connectEngine() error {
 	opts.Protocol = "amqp091"
 	opts.User, opts.Permissions = c.identity.User, c.identity.Permissions
 	opts.MaxTransactions = c.srv.opts.MaxTransactions
+	c.since = time.Now().UnixMilli()
 	eng, err := c.srv.eng.Connect(opts)
 	if err != nil {
 		return err
@@ -535,6 +537,17 @@ func (c *conn) connectEngine() error {
 		return err
 	}
 	return eng.Start()
+}
+
+// local reports whether m was published on this connection, for no-local
+// consumers: the engine stamps a message with its producer's connection,
+// whether a client published it to the queue (through any exchange but
+// amq.topic) or the bridge of an exclusive queue passed on what the
+// connection published to the topic (bridge). Engine connection numbers
+// start again after a restart, so a message older than the connection
+// is never its own.
+func (c *conn) local(m *message.Message) bool {
+	return m.Producer == c.eng.ID() && m.Timestamp >= c.since
 }
 
 // watchFlow tells a client that asked for it (the connection.blocked

@@ -19,10 +19,12 @@ type consumer struct {
 	ch        *channel
 	tag       string
 	noAck     bool
+	noLocal   bool // skips what its own connection published (consumer.local)
 	dest      message.Destination
 	sess      *engine.Session
 	cons      *engine.Consumer
 	cancelled atomic.Bool // the server cancelled it (its queue was deleted)
+	parked    int         // its deliveries the channel's pump holds (under ch.deliverMu)
 }
 
 // noAckPrefetch bounds the window of a no-ack consumer: the deliveries
@@ -35,12 +37,20 @@ const (
 	argRedeliveryDelay = "x-redelivery-delay"
 )
 
+// qos answers basic.qos as RabbitMQ does: global=false sets the window of
+// each consumer made from now on; global=true the window all the
+// channel's acking consumers share, now ones included (0: none), which the
+// gate holds (deliver).
 func (ch *channel) qos(m *spec.BasicQos) error {
 	n := int(m.PrefetchCount)
-	if n == 0 || n > ch.c.srv.opts.MaxPrefetch {
-		n = ch.c.srv.opts.MaxPrefetch
+	if m.Global {
+		ch.setGlobalLimit(min(n, ch.c.srv.opts.MaxPrefetch))
+	} else {
+		if n == 0 || n > ch.c.srv.opts.MaxPrefetch {
+			n = ch.c.srv.opts.MaxPrefetch
+		}
+		ch.prefetch = n
 	}
-	ch.prefetch = n
 	ch.c.method(ch.id, &spec.BasicQosOk{})
 	return nil
 }
@@ -66,6 +76,10 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 	opts := engine.ConsumerOptions{Prefetch: ch.prefetch, CreditMode: engine.CreditOnAck, NoLocal: m.NoLocal}
 	if m.NoAck {
 		opts.Prefetch = noAckPrefetch
+	} else if g := ch.limit(); g > 0 && g < opts.Prefetch {
+		// What the engine dispatches beyond the channel's window would
+		// only wait at the gate.
+		opts.Prefetch = g
 	}
 	if v, ok := m.Arguments[argSelector]; ok {
 		s, ok := v.(string)
@@ -86,7 +100,7 @@ func (ch *channel) consume(m *spec.BasicConsume) error {
 		}
 		sess.SetRedeliveryDelay(time.Duration(ms) * time.Millisecond)
 	}
-	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, dest: d, sess: sess}
+	cs := &consumer{ch: ch, tag: tag, noAck: m.NoAck, noLocal: m.NoLocal, dest: d, sess: sess}
 	if !c.srv.claimExclusive(cs, m.Exclusive, info.Consumers) {
 		_ = sess.Close()
 		return refuse(spec.AccessRefused, m, "queue '%s' in exclusive use", m.Queue)
@@ -127,33 +141,206 @@ func (cs *consumer) serverCancel(err error) {
 	if cs.cancelled.Swap(true) {
 		return
 	}
+	cs.ch.wakeGate()
 	cs.ch.c.srv.releaseExclusive(cs)
 	cs.ch.c.log.Debug("amqp091 consumer cancelled by the server", slog.String("tag", cs.tag), slog.Any("err", err))
 	cs.ch.number(outItem{ch: cs.ch.id, m: &spec.BasicCancel{ConsumerTag: cs.tag, NoWait: true}}, nil, nil)
 }
 
-// deliver is the engine listener of a consumer: it numbers the delivery on
-// its channel and queues it for the writer, waiting while the writer is
-// behind (its queue, or the connection's output budget, is full).
+// deliver is the engine listener of a consumer: it numbers the delivery
+// on its channel and queues it for the writer, waiting while the writer is
+// behind (its queue, or the connection's output budget, is full). While
+// the channel's gate is shut for the consumer (channel.flow, basic.qos
+// global=true) the delivery is parked instead, and the channel's pump
+// sends it once the gate opens: an engine listener must not wait for the
+// client, since the engine waits for its listeners when it closes a
+// consumer (a deleted queue, a closed connection).
 func (cs *consumer) deliver(d message.Delivery) {
 	ch, c := cs.ch, cs.ch.c
+	if cs.noLocal && c.local(d.Msg) {
+		// JMS noLocal: what the consumer's own connection published is
+		// not delivered to it. It is consumed, as a noLocal subscriber's
+		// subscription never holds it.
+		if _, err := cs.sess.AcknowledgeConfirm(d.Tag); err != nil {
+			c.log.Warn("amqp091 no-local: own message not dropped", slog.String("tag", cs.tag), slog.Any("err", err))
+		}
+		return
+	}
 	props, body := c.toProperties(d)
 	exchange, key := c.origin(d.Msg.Destination)
-	size := int64(len(body) + 128 + len(key))
-	if !c.budget.Take(size, c.done) {
-		return // the connection ends: the session gives the message back
-	}
-	dm := &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}
-	it := outItem{ch: ch.id, props: props, body: body, size: size, m: dm}
-	var u *unacked
+	p := &pending{cs: cs, engTag: d.Tag, size: int64(len(body) + 128 + len(key)),
+		dm: &spec.BasicDeliver{ConsumerTag: cs.tag, Redelivered: d.Redelivered, Exchange: exchange, RoutingKey: key}}
+	p.it = outItem{ch: ch.id, props: props, body: body, size: p.size, m: p.dm}
 	if cs.noAck {
-		it.auto, it.engTag = cs, d.Tag
+		p.it.auto, p.it.engTag = cs, d.Tag
+	}
+	ch.deliverMu.Lock()
+	p.gen = ch.recoveries
+	w, ok := ch.gateLocked(p)
+	switch {
+	case !ok:
+		ch.deliverMu.Unlock()
+		p.giveBack()
+		return
+	case w != nil || cs.parked > 0: // behind the gate, or behind its own parked deliveries
+		ch.parkLocked(p, false)
+		ch.deliverMu.Unlock()
+		return
+	}
+	ch.deliverMu.Unlock()
+	ch.send(p, false)
+}
+
+// pending is a consumer's delivery on its way to the writer.
+type pending struct {
+	cs     *consumer
+	engTag uint64
+	size   int64 // of the output budget
+	gen    uint64
+	dm     *spec.BasicDeliver
+	it     outItem
+}
+
+// giveBack returns a delivery the gate turned away to its queue, as never
+// delivered. (After a basic.recover the session has most likely taken it
+// back already, and this fails, harmlessly; a closing session gives it
+// back itself.)
+func (p *pending) giveBack() {
+	_ = p.cs.sess.Settle(context.Background(), p.engTag, engine.Released)
+}
+
+// gateLocked says whether p may go now: ok false when it never will (the
+// channel stopped, its consumer was cancelled, or a basic.recover since it
+// came took it back); a channel to wait on when not now. Under deliverMu.
+func (ch *channel) gateLocked(p *pending) (wait <-chan struct{}, ok bool) {
+	cs := p.cs
+	if ch.stopped || cs.cancelled.Load() || (!cs.noAck && ch.recoveries != p.gen) {
+		return nil, false
+	}
+	if ch.paused || ch.recovering || (!cs.noAck && ch.globalLimit > 0 && ch.held >= ch.globalLimit) {
+		return ch.wake, true
+	}
+	return nil, true
+}
+
+// send takes p's output budget, then numbers p and queues it for the
+// writer if the gate is still open (checked again under deliverMu, which
+// numbering holds); if it shut meanwhile p is parked (first, when the pump
+// had taken it from the front of the parked deliveries). It reports false
+// when the connection ends first.
+func (ch *channel) send(p *pending, fromPump bool) bool {
+	c := ch.c
+	if !c.budget.Take(p.size, c.done) {
+		return false // the connection ends: the session gives the message back
+	}
+	ch.deliverMu.Lock()
+	w, ok := ch.gateLocked(p)
+	if !ok || w != nil {
+		if fromPump {
+			p.cs.parked--
+		}
+		if ok {
+			ch.parkLocked(p, fromPump)
+		}
+		ch.deliverMu.Unlock()
+		c.budget.Give(p.size)
+		if !ok {
+			p.giveBack()
+		}
+		return true
+	}
+	if fromPump {
+		p.cs.parked--
+	}
+	ch.nextTag++
+	p.dm.DeliveryTag = ch.nextTag
+	if !p.cs.noAck {
+		ch.held++
+		ch.remember(ch.nextTag, unacked{sess: p.cs.sess, engTag: p.engTag, counted: true})
+	}
+	sent := c.send(p.it)
+	ch.deliverMu.Unlock()
+	if !sent {
+		c.budget.Give(p.size)
+	}
+	return true
+}
+
+// parkLocked parks p (at the front with first) and starts the channel's
+// pump if it is not running. Under deliverMu.
+func (ch *channel) parkLocked(p *pending, first bool) {
+	p.cs.parked++
+	if first {
+		ch.parked = append([]*pending{p}, ch.parked...)
 	} else {
-		u = &unacked{sess: cs.sess, engTag: d.Tag}
+		ch.parked = append(ch.parked, p)
 	}
-	if !ch.number(it, func(tag uint64) bool { dm.DeliveryTag = tag; return !cs.cancelled.Load() }, u) {
-		c.budget.Give(size)
+	if !ch.pumping {
+		ch.pumping = true
+		go ch.pump()
 	}
+}
+
+// pump sends the parked deliveries whose gate is open, oldest first (a
+// consumer's deliveries keep their order), and waits for the gate to move
+// when none is; it ends when nothing is parked, or the channel or the
+// connection ends.
+func (ch *channel) pump() {
+	c := ch.c
+	for {
+		ch.deliverMu.Lock()
+		var next *pending
+		var dropped []*pending
+		shut := map[*consumer]bool{}
+		keep := ch.parked[:0]
+		for _, p := range ch.parked {
+			if next != nil || shut[p.cs] {
+				keep = append(keep, p)
+				continue
+			}
+			switch w, ok := ch.gateLocked(p); {
+			case !ok:
+				p.cs.parked--
+				dropped = append(dropped, p)
+			case w != nil:
+				shut[p.cs] = true
+				keep = append(keep, p)
+			default:
+				next = p // p.cs.parked stays counted until send
+			}
+		}
+		clear(ch.parked[len(keep):])
+		ch.parked = keep
+		if next == nil && len(dropped) == 0 {
+			if len(ch.parked) == 0 || ch.stopped {
+				ch.pumping = false
+				ch.deliverMu.Unlock()
+				return
+			}
+			w := ch.wake
+			ch.deliverMu.Unlock()
+			select {
+			case <-w:
+				continue
+			case <-c.done:
+				return // the sessions give the messages back
+			}
+		}
+		ch.deliverMu.Unlock()
+		for _, p := range dropped {
+			p.giveBack()
+		}
+		if next != nil && !ch.send(next, true) {
+			return
+		}
+	}
+}
+
+// limit returns the channel's shared window (basic.qos global=true), or 0.
+func (ch *channel) limit() int {
+	ch.deliverMu.Lock()
+	defer ch.deliverMu.Unlock()
+	return ch.globalLimit
 }
 
 // number queues it for the writer in delivery-tag order: with setTag it
@@ -192,6 +379,18 @@ func (ch *channel) remember(tag uint64, u unacked) {
 // tag alone, or with multiple every one up to tag (0: all). An unknown
 // tag is a channel error (406), as RabbitMQ has it.
 func (ch *channel) take(m spec.Method, tag uint64, multiple bool) ([]unacked, error) {
+	us, err := ch.takeLocked(m, tag, multiple)
+	n := 0
+	for _, u := range us {
+		if u.counted {
+			n++
+		}
+	}
+	ch.unhold(n)
+	return us, err
+}
+
+func (ch *channel) takeLocked(m spec.Method, tag uint64, multiple bool) ([]unacked, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if !multiple {
@@ -292,15 +491,41 @@ func (ch *channel) settle(m spec.Method, tag uint64, multiple, requeue bool) err
 // recover redelivers every unacknowledged delivery of the channel
 // (basic.recover; requeue=false is not told apart: the messages go back
 // to their queues, and the redelivered flag and count say so).
+//
+// The sessions of every acking consumer are recovered, so that a delivery
+// waiting at the gate goes back too (and the gate drops it: recoveries).
+// The gate is shut meanwhile: a delivery that came during the recovery
+// may be one the sessions took back, so it is given back too.
 func (ch *channel) recover() error {
+	ch.deliverMu.Lock()
+	ch.recoveries++
+	ch.recovering = true
+	ch.deliverMu.Unlock()
 	ch.mu.Lock()
 	sessions := map[*engine.Session]bool{}
+	n := 0
 	for _, u := range ch.unacked {
 		sessions[u.sess] = true
+		if u.counted {
+			n++
+		}
 	}
 	clear(ch.unacked)
 	ch.order = ch.order[:0]
 	ch.mu.Unlock()
+	ch.unhold(n)
+	for _, cs := range ch.consumers {
+		if !cs.noAck {
+			sessions[cs.sess] = true
+		}
+	}
+	defer func() {
+		ch.deliverMu.Lock()
+		ch.recoveries++
+		ch.recovering = false
+		ch.openGateLocked()
+		ch.deliverMu.Unlock()
+	}()
 	for s := range sessions {
 		if err := s.Recover(context.Background()); err != nil {
 			return err
@@ -328,6 +553,7 @@ func (ch *channel) cancel(m *spec.BasicCancel) error {
 func (ch *channel) dropConsumer(tag string, cs *consumer) {
 	delete(ch.consumers, tag)
 	cs.cancelled.Store(true)
+	ch.wakeGate()
 	ch.c.srv.releaseExclusive(cs)
 	_ = cs.cons.Close()
 	defer ch.c.srv.consumerGone(cs.dest)
