@@ -24,7 +24,8 @@ type Broker struct {
 	now   func() time.Time
 	sched *scheduler
 	pager *pager
-	flow  *Flow // the flow gate (flow.go)
+	coll  *collector // deletes shared messages no ref record names (collect.go)
+	flow  *Flow      // the flow gate (flow.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -113,6 +114,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b.idPrefix = "ID:sluice-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	b.sched = newScheduler(b.nowMillis)
 	b.pager = newPager(b, cfg.PageScheduledAfter, cfg.PageLookahead)
+	b.coll = newCollector(b)
 	b.flow = newFlow(cfg, b.log, b.now)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.async.b = b
@@ -129,8 +131,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.sched.run(b.ctx) }()
 	if b.store != nil {
-		b.wg.Add(1)
+		b.wg.Add(2)
 		go func() { defer b.wg.Done(); b.pager.run(b.ctx) }()
+		go func() { defer b.wg.Done(); b.coll.run(b.ctx) }()
 	} else {
 		b.pager.after = -1 // nothing is stored: nothing can be paged
 	}

@@ -25,8 +25,11 @@
 // A queue keeps at most a window of ready messages in memory (page.go):
 // past it, persistent messages, and non-persistent ones sent behind the
 // backlog, wait only in the store and are read back in delivery order as
-// the window drains. Messages scheduled far ahead wait there too, until
-// shortly before they are due (pager.go). What a backlog costs is its disk,
+// the window drains. Messages scheduled far ahead wait there too, in a
+// time index, until shortly before they are due (pager.go). A topic's
+// message paged out for one of its subscriptions leaves its record to the
+// collector (collect.go), so no per-message count stays in memory either.
+// What a backlog costs is its disk,
 // and a restart reads the store's small per-message index records, not the
 // messages. The broker-wide memory budget and disk watermark (flow.go) hold
 // producers when either is reached; each protocol applies its own flow

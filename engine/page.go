@@ -12,8 +12,9 @@ package engine
 // priority are paged, how many there are and their size, plus a set of the
 // few sequence numbers at or after that point that are in memory all the
 // same (skip: a message whose first write could still be taken back, a
-// scheduled message, one put back by a consumer), and the store identities
-// of paged messages other subscriptions share.
+// scheduled message, one put back by a consumer). A paged message that
+// other subscriptions share leaves its message record to the collector
+// (collect.go).
 //
 // As the window drains, a worker goroutine reads the next records of the
 // highest lane back from the store (Store.Range, then Get for the
@@ -68,10 +69,9 @@ type pages struct {
 	lanes   [10]pageLane
 	n       int64 // paged messages, every lane
 	bytes   int64
-	shared  map[uint64]*stored // store identities of paged messages held by other queues too
-	working bool               // the worker goroutine runs
-	busy    bool               // a read of paged records is under way: track what is paged meanwhile
-	epoch   uint32             // bumped when the paged set is dropped (deletion)
+	working bool   // the worker goroutine runs
+	busy    bool   // a read of paged records is under way: track what is paged meanwhile
+	epoch   uint32 // bumped when the paged set is dropped (deletion)
 	// minExp is the earliest expiration (ms) of a paged message, 0 when
 	// none expires: the expiry scan reads the paged records only once it
 	// has come (expirePaged).
@@ -174,10 +174,9 @@ func (q *queue) pageOutLocked(r *ref) bool {
 		q.pg.minExp = e
 	}
 	if r.rec.shared || r.rec.refs.Load() > 1 {
-		if q.pg.shared == nil {
-			q.pg.shared = map[uint64]*stored{}
-		}
-		q.pg.shared[r.seq] = r.rec
+		// Nothing in memory stands for this holder any more: the message
+		// record is the collector's to delete (collect.go).
+		r.rec.uncounted.Store(true)
 	}
 	r.state = refPaged
 	return true
@@ -540,12 +539,18 @@ func (q *queue) forgetPagedLocked(l *pageLane, rr refRecord) {
 // pagedRec returns the store identity of a paged message read back; under
 // q.mu.
 func (q *queue) pagedRec(rr refRecord) *stored {
-	if rec, ok := q.pg.shared[rr.seq]; ok {
-		delete(q.pg.shared, rr.seq)
-		return rec
-	}
+	return newPagedRec(rr)
+}
+
+// newPagedRec is the store identity of a message read back from the store
+// (paged, or scheduled and paged out): a shared one is uncounted, its
+// other holders being unknown here.
+func newPagedRec(rr refRecord) *stored {
 	rec := &stored{key: rr.seq, shared: rr.shared, transient: rr.transient}
 	rec.refs.Store(1)
+	if rr.shared {
+		rec.uncounted.Store(true)
+	}
 	return rec
 }
 
@@ -672,12 +677,7 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 			if !q.pg.lanes[p].isPaged(rr.seq) {
 				continue
 			}
-			rec := q.pg.shared[rr.seq]
-			if rec == nil {
-				rec = &stored{key: rr.seq, shared: rr.shared, transient: rr.transient}
-				rec.refs.Store(1)
-			}
-			r.rec = rec
+			r.rec = newPagedRec(rr)
 			refs = append(refs, r)
 			rrs = append(rrs, rr)
 		}
@@ -701,7 +701,6 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 				if !l.isPaged(rr.seq) {
 					continue
 				}
-				delete(q.pg.shared, rr.seq)
 				q.forgetPagedLocked(l, rr)
 				refs[i].state = refGone
 				q.count--
@@ -727,11 +726,11 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 // returns what the deletion must remove from the store besides the
 // bucket; under q.mu.
 func (q *queue) dropPagesLocked() droppedPages {
-	d := droppedPages{lanes: q.pg.lanes, shared: q.pg.shared, sched: q.pg.sched}
+	d := droppedPages{lanes: q.pg.lanes, sched: q.pg.sched}
 	q.count -= q.pg.n
 	q.bytes -= q.pg.bytes
 	q.pg.lanes = [10]pageLane{}
-	q.pg.n, q.pg.bytes, q.pg.shared = 0, 0, nil
+	q.pg.n, q.pg.bytes = 0, 0
 	// Paged-out scheduled messages are counted as scheduled too.
 	q.count -= q.pg.sched.n
 	q.bytes -= q.pg.sched.bytes
@@ -743,9 +742,8 @@ func (q *queue) dropPagesLocked() droppedPages {
 
 // droppedPages is the paged set of a deleted queue.
 type droppedPages struct {
-	lanes  [10]pageLane
-	shared map[uint64]*stored
-	sched  schedPages
+	lanes [10]pageLane
+	sched schedPages
 }
 
 // any reports whether anything was paged.
@@ -784,16 +782,13 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 			if !d.sched.pagedLocked(rr) {
 				return nil // loaded back: in memory, dropped with the queue's refs
 			}
-			if rec, ok := d.sched.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
-				return nil
-			}
-		} else {
-			if !d.lanes[rr.prio].isPaged(rr.seq) {
-				return nil
-			}
-			if rec, ok := d.shared[rr.seq]; ok && rec.refs.Add(-1) > 0 {
-				return nil
-			}
+		} else if !d.lanes[rr.prio].isPaged(rr.seq) {
+			return nil
+		}
+		if rr.shared {
+			// Other subscriptions may hold it: the collector decides.
+			ops = append(ops, collectOp(rr.seq, bucket))
+			return nil
 		}
 		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
 		return nil
@@ -801,6 +796,7 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 	if err != nil {
 		b.log.Error("read the paged messages of a deleted destination", slog.String("bucket", bucket), slog.Any("err", err))
 	}
+	b.coll.poke()
 }
 
 // sortRefsBySeq orders refs by arrival.
@@ -822,11 +818,10 @@ func (l *pageLane) inMemory(seq uint64) {
 }
 
 // installPages gives a recovered queue its paged lanes, counting their
-// messages as held, and the store identities of those of them that other
-// queues hold too, and the earliest expiration among them. It runs before
+// messages as held, and the earliest expiration among them. It runs before
 // the queue's in-memory messages are added, and returns how many messages
 // are paged.
-func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored, minExp int64) int {
+func (q *queue) installPages(lanes [10]pageLane, minExp int64) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pg.minExp = minExp
@@ -842,9 +837,6 @@ func (q *queue) installPages(lanes [10]pageLane, shared map[uint64]*stored, minE
 		q.count += l.n
 		q.bytes += l.bytes
 		n += int(l.n)
-	}
-	if len(shared) > 0 {
-		q.pg.shared = shared
 	}
 	return n
 }

@@ -11,9 +11,9 @@ package engine
 // entry and flag are written together and removed together, so a flagged
 // ref record is one the index holds and no reader of the queue's records
 // takes it for a paged ready message. What stays in memory does not grow
-// with the messages: per queue, their count and size, the store identities
-// of the few that other subscriptions share, and (in the pager) the
-// earliest due time.
+// with the messages: per queue, their count, size and a cursor, and (in
+// the pager) the earliest due time. A shared one leaves its message record
+// to the collector (collect.go).
 //
 // The pager is one goroutine for the broker. It writes the index for the
 // scheduled refs that schedule hands it (they stay in the scheduler until
@@ -66,9 +66,8 @@ func schedKey(at int64, seq uint64) []byte {
 // schedPages is what a queue knows of its paged-out scheduled messages;
 // guarded by queue.mu.
 type schedPages struct {
-	n      int64
-	bytes  int64
-	shared map[uint64]*stored // store identities of those other queues hold too
+	n     int64
+	bytes int64
 	// cursor is the index key after the last entry loaded back (nil: the
 	// start). The write that removes loaded entries may still be under
 	// way, so every reader of the index starts here: index keys only grow
@@ -280,10 +279,7 @@ func (q *queue) indexScheduled(ctx context.Context, refs []*ref) {
 		sp.n++
 		sp.bytes += int64(r.size)
 		if r.rec.shared || r.rec.refs.Load() > 1 {
-			if sp.shared == nil {
-				sp.shared = map[uint64]*stored{}
-			}
-			sp.shared[r.seq] = r.rec
+			r.rec.uncounted.Store(true) // the collector's to delete (collect.go)
 		}
 		delete(q.pg.lanes[r.msg.Priority].skip, r.seq) // readers skip flagged records
 		next = min(next, r.deliverAt)
@@ -355,12 +351,7 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 			refs = append(refs, nil)
 			continue
 		}
-		rec := q.pg.sched.shared[rr.seq]
-		if rec == nil {
-			rec = &stored{key: rr.seq, shared: rr.shared}
-			rec.refs.Store(1)
-		}
-		r := &ref{msg: msgs[i], rec: rec, seq: rr.seq, q: q, count: rr.count, marked: rr.count,
+		r := &ref{msg: msgs[i], rec: newPagedRec(rr), seq: rr.seq, q: q, count: rr.count, marked: rr.count,
 			deliverAt: rr.at, size: rr.size, gen: gen, state: refScheduled}
 		ops = append(ops, refRecordOp(q.bucket, r, rr.count))
 		refs = append(refs, r)
@@ -399,7 +390,6 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 		sp := &q.pg.sched
 		sp.n--
 		sp.bytes -= int64(rr.size)
-		delete(sp.shared, rr.seq)
 		if r == nil {
 			b.log.Error("a paged scheduled message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
 			q.count--
@@ -481,6 +471,7 @@ func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
 			}
 			r := q.transientRef(rr, msgs[i])
 			r.indexed = true
+			r.rec = newPagedRec(rr)
 			refs = append(refs, r)
 		}
 		if len(refs) > 0 {
@@ -511,12 +502,6 @@ func (q *queue) takeIndexed(match func(*ref) bool, fn func(refs []*ref) error) (
 			if match != nil && !match(r) {
 				continue
 			}
-			rec := q.pg.sched.shared[r.seq]
-			if rec == nil {
-				rec = &stored{key: r.seq}
-				rec.refs.Store(1)
-			}
-			r.rec = rec
 			mine = append(mine, r)
 		}
 		q.mu.Unlock()
@@ -534,7 +519,6 @@ func (q *queue) takeIndexed(match func(*ref) bool, fn func(refs []*ref) error) (
 			q.mu.Lock()
 			sp := &q.pg.sched
 			for _, r := range mine[:n] {
-				delete(sp.shared, r.seq)
 				sp.n--
 				sp.bytes -= int64(r.size)
 				r.state = refGone

@@ -209,7 +209,13 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 		if r.indexed {
 			ops = append(ops, store.Op{Kind: store.Delete, Bucket: schedBucket(r.q.bucket), Key: schedKey(r.deliverAt, r.seq)})
 		}
-		if r.rec.refs.Add(-1) == 0 {
+		switch {
+		case r.rec.uncounted.Load():
+			// Some holders live only in the store: the collector deletes
+			// the message once no ref record names it.
+			r.rec.refs.Add(-1)
+			ops = append(ops, collectOp(r.rec.key, r.q.bucket))
+		case r.rec.refs.Add(-1) == 0:
 			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(r.rec.key)})
 		}
 		r.rec = nil
@@ -568,21 +574,20 @@ func (b *Broker) recover(ctx context.Context) error {
 			}
 			refs = append(refs, r)
 		}
-		var sharedPaged map[uint64]*stored
+		// A shared message with a holder kept only in the store is the
+		// collector's to delete (collect.go).
 		for _, seq := range qr.pagedShared {
-			if sharedPaged == nil {
-				sharedPaged = make(map[uint64]*stored, len(qr.pagedShared))
+			if rec := shared[seq]; rec != nil {
+				rec.uncounted.Store(true)
 			}
-			sharedPaged[seq] = shared[seq]
 		}
-		paged += qr.q.installPages(qr.lanes, sharedPaged, qr.minExp)
-		if qr.sched.n > 0 {
-			for _, seq := range qr.schedShared {
-				if qr.sched.shared == nil {
-					qr.sched.shared = make(map[uint64]*stored, len(qr.schedShared))
-				}
-				qr.sched.shared[seq] = shared[seq]
+		for _, seq := range qr.schedShared {
+			if rec := shared[seq]; rec != nil {
+				rec.uncounted.Store(true)
 			}
+		}
+		paged += qr.q.installPages(qr.lanes, qr.minExp)
+		if qr.sched.n > 0 {
 			qr.q.installScheduled(qr.sched)
 			b.pager.note(qr.q, qr.schedNext)
 			paged += int(qr.sched.n)

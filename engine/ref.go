@@ -35,6 +35,10 @@ type stored struct {
 	// early is set for a message sent "consume before store": its first
 	// write may still be taken back (see early.go).
 	early *earlyWrite
+	// uncounted is set once a holder of a shared message was paged out:
+	// refs no longer counts every holder, so no holder deletes the
+	// message record; each removal leaves it to the collector (collect.go).
+	uncounted atomic.Bool
 }
 
 // ref is one queue's (or subscription's) hold on a message: the immutable
