@@ -103,6 +103,7 @@ missing_node() {
 }
 NO_STOMP_PY=$(missing_python stomp python3-stomp)
 NO_PROTON=$(missing_python proton python3-qpid-proton)
+NO_PIKA=$(missing_python pika python3-pika)
 echo "== npm ci in examples/node if needed"
 NO_NODE=$(missing_node)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -147,6 +148,7 @@ run() {
 
 run python/stomp_selector.py "stomp.py: selector" "$NO_STOMP_PY" "$PY" examples/python/stomp_selector.py
 run python/proton_durable.py "Proton: durable subscription" "$NO_PROTON" "$PY" examples/python/proton_durable.py
+run python/pika_redelivery.py "pika: redelivery limit, DLQ" "$NO_PIKA" "$PY" examples/python/pika_redelivery.py
 run node/rhea_redelivery.mjs "rhea: redelivery limit, DLQ" "$NO_NODE" node examples/node/rhea_redelivery.mjs
 run node/stompjs_delay.mjs "stompjs: time-to-deliver" "$NO_NODE" node examples/node/stompjs_delay.mjs
 run browser/index.html "stompjs in Chromium: selector" "$NO_BROWSER" node examples/browser/run.mjs
