@@ -22,9 +22,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
+	"github.com/sluicemq/sluice/internal/clientio"
 	"github.com/sluicemq/sluice/protocol/amqp/frames"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 )
@@ -77,13 +77,7 @@ type Conn struct {
 	nextIncoming uint32        // the broker's next-outgoing-id, from its begin
 	remoteIn     uint32        // the broker's session incoming window, from its begin
 
-	wmu   sync.Mutex // guards buf and werr; no other lock is taken inside
-	buf   []byte     // frames for the flusher
-	werr  error      // the write that failed: the connection is unusable
-	spare []byte     // the flusher's other buffer (flusher only)
-	kick  chan struct{}
-	done  chan struct{} // stops the flusher
-	stop  sync.Once
+	w *clientio.Writer // the coalescing writer, from the end of the handshake
 }
 
 // RefusedError is the broker refusing something, or ending what it
@@ -152,8 +146,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := &Conn{nc: nc, readIdle: cfg.ReadIdle, window: cfg.Window,
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &Conn{nc: nc, readIdle: cfg.ReadIdle, window: cfg.Window}
 	c.r = frames.NewReader(bufio.NewReaderSize(nc, 64<<10), cfg.MaxFrameSize)
 	_ = nc.SetDeadline(Deadline(ctx))
 	if err := c.handshake(cfg); err != nil {
@@ -161,7 +154,13 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
-	go c.flusher()
+	// Empty frames keep the broker's idle time-out from ending the
+	// connection.
+	c.w = clientio.New(nc, c.idle, func(b []byte) []byte {
+		b, _ = frames.AppendFrame(b, frames.Frame{Type: frames.TypeAMQP})
+		return b
+	}, 0)
+	go c.w.Run()
 	return c, nil
 }
 
@@ -268,67 +267,14 @@ func (c *Conn) ReadFrame() (frames.Frame, error) {
 // frame is not sent) or an earlier write failed. p and payload are
 // encoded before Queue returns: the caller may reuse them.
 func (c *Conn) Queue(p types.Performative, payload []byte) error {
-	c.wmu.Lock()
-	if c.werr != nil {
-		err := c.werr
-		c.wmu.Unlock()
-		return err
-	}
-	n := len(c.buf)
-	b, err := frames.AppendFrame(c.buf, frames.Frame{Type: frames.TypeAMQP, Body: p, Payload: payload})
-	if err == nil && c.maxFrame > 0 && uint64(len(b)-n) > uint64(c.maxFrame) {
-		err = fmt.Errorf("%w: %d bytes, limit %d", frames.ErrFrameTooLarge, len(b)-n, c.maxFrame)
-		b = b[:n]
-	}
-	c.buf = b
-	c.wmu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-	return err
-}
-
-// flusher writes the queued frames, and empty frames for the broker's
-// idle time-out.
-func (c *Conn) flusher() {
-	var tick <-chan time.Time
-	if c.idle > 0 {
-		t := time.NewTicker(c.idle / 2)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-c.kick:
-		case <-tick:
-			c.wmu.Lock()
-			if len(c.buf) == 0 {
-				c.buf, _ = frames.AppendFrame(c.buf, frames.Frame{Type: frames.TypeAMQP})
-			}
-			c.wmu.Unlock()
-		case <-c.done:
-			return
+	return c.w.Queue(func(b []byte) ([]byte, error) {
+		n := len(b)
+		b, err := frames.AppendFrame(b, frames.Frame{Type: frames.TypeAMQP, Body: p, Payload: payload})
+		if err == nil && c.maxFrame > 0 && uint64(len(b)-n) > uint64(c.maxFrame) {
+			err = fmt.Errorf("%w: %d bytes, limit %d", frames.ErrFrameTooLarge, len(b)-n, c.maxFrame)
 		}
-		c.wmu.Lock()
-		b := c.buf
-		c.buf = c.spare[:0]
-		c.wmu.Unlock()
-		if len(b) == 0 {
-			c.spare = b
-			continue
-		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_, err := c.nc.Write(b)
-		c.spare = b[:0]
-		if err != nil {
-			c.wmu.Lock()
-			c.werr = fmt.Errorf("write: %w", err)
-			c.wmu.Unlock()
-			_ = c.nc.Close()
-			return
-		}
-	}
+		return b, err
+	})
 }
 
 // Attach attaches a link and reads until the broker answers, for a
@@ -394,11 +340,9 @@ func (c *Conn) Shutdown(readerDone <-chan struct{}, d time.Duration) error {
 // Close tears the connection down at once: the writer stops, the socket
 // closes (a reading loop then fails) and Queue fails from then on.
 func (c *Conn) Close() {
-	c.wmu.Lock()
-	if c.werr == nil {
-		c.werr = fmt.Errorf("queue: %w", net.ErrClosed)
+	if c.w != nil {
+		c.w.Fail(fmt.Errorf("queue: %w", net.ErrClosed))
+		c.w.Stop()
 	}
-	c.wmu.Unlock()
-	c.stop.Do(func() { close(c.done) })
 	_ = c.nc.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/sluicemq/sluice/internal/clientio"
 	"github.com/sluicemq/sluice/protocol/amqp/types"
 )
 
@@ -144,9 +145,9 @@ func TestSenderCreditAndSessionRoom(t *testing.T) {
 // drains.
 func pipeConn(t testing.TB) *Conn {
 	a, b := net.Pipe()
-	c := &Conn{nc: a, kick: make(chan struct{}, 1), done: make(chan struct{}), maxFrame: DefaultMaxFrameSize}
+	c := &Conn{nc: a, maxFrame: DefaultMaxFrameSize, w: clientio.New(a, 0, nil, 0)}
 	go func() { _, _ = io.Copy(io.Discard, b) }()
-	go c.flusher()
+	go c.w.Run()
 	t.Cleanup(func() { c.Close(); _ = b.Close() })
 	return c
 }

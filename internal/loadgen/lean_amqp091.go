@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/internal/amqp1client"
+	"github.com/sluicemq/sluice/internal/clientio"
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
 )
 
@@ -59,14 +60,7 @@ type lean091Conn struct {
 	frameMax  uint32
 	heartbeat time.Duration
 
-	wmu   sync.Mutex // guards buf and werr; no other lock is taken inside
-	room  sync.Cond  // on wmu: the flusher took buf, or the connection failed
-	buf   []byte     // frames for the flusher
-	werr  error      // why nothing more can be written
-	spare []byte     // the flusher's other buffer (flusher only)
-	kick  chan struct{}
-	done  chan struct{} // stops the flusher
-	stop  sync.Once
+	w *clientio.Writer // the coalescing writer, from the end of the handshake
 }
 
 // lean091RefusedError is the broker closing the connection or channel.
@@ -90,14 +84,16 @@ func (a *AMQP091) leanDial(ctx context.Context) (*lean091Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := &lean091Conn{nc: nc, fr: spec.NewFrameReader(nc, spec.FrameMinSize), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	c.room.L = &c.wmu
+	c := &lean091Conn{nc: nc, fr: spec.NewFrameReader(nc, spec.FrameMinSize)}
 	_ = nc.SetDeadline(amqp1client.Deadline(ctx))
 	if err := c.handshake(a.cfg); err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
-	go c.flusher()
+	// A producer waits while lean091WriteLimit bytes wait for the socket;
+	// heart-beats go out when half the negotiated interval was quiet.
+	c.w = clientio.New(nc, c.heartbeat, spec.AppendHeartbeat, lean091WriteLimit)
+	go c.w.Run()
 	if err := c.call(&spec.ChannelOpen{}, &spec.ChannelOpenOk{}); err != nil {
 		c.close()
 		return nil, fmt.Errorf("channel.open: %w", err)
@@ -218,53 +214,29 @@ func (c *lean091Conn) call(req, reply spec.Method) error {
 	return c.expect(lean091Channel, reply)
 }
 
-// queueMethod queues a method frame for the flusher; m is encoded before
-// it returns. Before the flusher runs (the handshake) it fails.
+// queueMethod queues a method frame for the writer; m is encoded before
+// it returns.
 func (c *lean091Conn) queueMethod(ch uint16, m spec.Method) error {
-	c.wmu.Lock()
-	if c.werr != nil {
-		err := c.werr
-		c.wmu.Unlock()
-		return err
-	}
-	c.buf = spec.AppendMethodFrame(c.buf, ch, m)
-	c.wmu.Unlock()
-	c.wake()
-	return nil
-}
-
-func (c *lean091Conn) wake() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	return c.w.Queue(func(b []byte) ([]byte, error) {
+		return spec.AppendMethodFrame(b, ch, m), nil
+	})
 }
 
 // publish queues a basic.publish, its content header (the benchmark
 // headers of m, delivery-mode mode) and the body frames, waiting while
-// lean091WriteLimit bytes wait for the flusher.
+// lean091WriteLimit bytes wait for the socket.
 func (c *lean091Conn) publish(pub *spec.BasicPublish, m *Msg, mode uint8, body []byte) error {
-	c.wmu.Lock()
-	for c.werr == nil && len(c.buf) >= lean091WriteLimit {
-		c.room.Wait()
-	}
-	if c.werr != nil {
-		err := c.werr
-		c.wmu.Unlock()
-		return err
-	}
-	b := spec.AppendMethodFrame(c.buf, lean091Channel, pub)
-	b = appendLean091Header(b, m, mode, len(body))
 	chunk := int(c.frameMax) - 8
-	for len(body) > 0 {
-		n := min(len(body), chunk)
-		b = spec.AppendFrame(b, spec.FrameBody, lean091Channel, body[:n])
-		body = body[n:]
-	}
-	c.buf = b
-	c.wmu.Unlock()
-	c.wake()
-	return nil
+	return c.w.QueueBounded(func(b []byte) ([]byte, error) {
+		b = spec.AppendMethodFrame(b, lean091Channel, pub)
+		b = appendLean091Header(b, m, mode, len(body))
+		for rest := body; len(rest) > 0; {
+			n := min(len(rest), chunk)
+			b = spec.AppendFrame(b, spec.FrameBody, lean091Channel, rest[:n])
+			rest = rest[n:]
+		}
+		return b, nil
+	})
 }
 
 // appendLean091Header appends a content header frame on channel 1: basic
@@ -312,57 +284,6 @@ func appendLean091Key(b []byte, key string, typ byte) []byte {
 	return append(b, typ)
 }
 
-// flusher writes the queued frames, and a heartbeat frame when a half
-// heartbeat interval passed with nothing queued.
-func (c *lean091Conn) flusher() {
-	var tick <-chan time.Time
-	if c.heartbeat > 0 {
-		t := time.NewTicker(c.heartbeat / 2)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-c.kick:
-		case <-tick:
-			c.wmu.Lock()
-			if len(c.buf) == 0 {
-				c.buf = spec.AppendHeartbeat(c.buf)
-			}
-			c.wmu.Unlock()
-		case <-c.done:
-			return
-		}
-		c.wmu.Lock()
-		b := c.buf
-		c.buf = c.spare[:0]
-		c.room.Broadcast()
-		c.wmu.Unlock()
-		if len(b) == 0 {
-			c.spare = b
-			continue
-		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_, err := c.nc.Write(b)
-		c.spare = b[:0]
-		if err != nil {
-			c.fail(fmt.Errorf("write: %w", err))
-			_ = c.nc.Close()
-			return
-		}
-	}
-}
-
-// fail makes every later write fail with err (the first error stays).
-func (c *lean091Conn) fail(err error) {
-	c.wmu.Lock()
-	if c.werr == nil {
-		c.werr = err
-	}
-	c.room.Broadcast()
-	c.wmu.Unlock()
-}
-
 // shutdown queues connection.close, waits up to d for readerDone (closed
 // by the reading loop once it read close-ok, or the connection failed),
 // then tears the connection down and waits for readerDone.
@@ -384,8 +305,10 @@ func (c *lean091Conn) shutdown(readerDone <-chan struct{}, d time.Duration) erro
 
 // close tears the connection down at once.
 func (c *lean091Conn) close() {
-	c.fail(fmt.Errorf("queue: %w", net.ErrClosed))
-	c.stop.Do(func() { close(c.done) })
+	if c.w != nil {
+		c.w.Fail(fmt.Errorf("queue: %w", net.ErrClosed))
+		c.w.Stop()
+	}
 	_ = c.nc.Close()
 }
 

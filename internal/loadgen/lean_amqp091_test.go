@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/internal/clientio"
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
 )
 
@@ -200,8 +202,12 @@ func TestLean091Header(t *testing.T) {
 // header with the benchmark headers, body) as the lean client's Send does;
 // allocs/op is the client's own.
 func BenchmarkLean091Publish(b *testing.B) {
-	c := &lean091Conn{frameMax: lean091FrameMax, kick: make(chan struct{}, 1)}
-	c.room.L = &c.wmu
+	c := &lean091Conn{frameMax: lean091FrameMax}
+	nc, drain := net.Pipe()
+	go func() { _, _ = io.Copy(io.Discard, drain) }()
+	c.w = clientio.New(nc, 0, nil, lean091WriteLimit)
+	go c.w.Run()
+	defer func() { c.w.Stop(); _ = nc.Close(); _ = drain.Close() }()
 	pub := spec.BasicPublish{RoutingKey: "bench-queue"}
 	body := make([]byte, 256)
 	m := Msg{Run: "run-1", Producer: 1}
@@ -212,10 +218,6 @@ func BenchmarkLean091Publish(b *testing.B) {
 		if err := c.publish(&pub, &m, 1, body); err != nil {
 			b.Fatal(err)
 		}
-		c.wmu.Lock()
-		c.buf = c.buf[:0]
-		c.wmu.Unlock()
-		<-c.kick
 	}
 }
 
@@ -293,9 +295,9 @@ func BenchmarkLeanAMQP091(b *testing.B) {
 func TestLean091Heartbeat(t *testing.T) {
 	client, broker := net.Pipe()
 	defer broker.Close()
-	c := &lean091Conn{nc: client, frameMax: lean091FrameMax, heartbeat: 100 * time.Millisecond, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	c.room.L = &c.wmu
-	go c.flusher()
+	c := &lean091Conn{nc: client, frameMax: lean091FrameMax, heartbeat: 100 * time.Millisecond}
+	c.w = clientio.New(client, c.heartbeat, spec.AppendHeartbeat, lean091WriteLimit)
+	go c.w.Run()
 	defer c.close()
 	_ = broker.SetReadDeadline(time.Now().Add(5 * time.Second))
 	fr := spec.NewFrameReader(broker, 0)
