@@ -117,6 +117,12 @@ type Options struct {
 	// Logger receives commit failures and open/close events (slog.Default()
 	// if nil).
 	Logger *slog.Logger
+	// NoSync skips the fdatasync of each commit, for a store whose content
+	// can be rebuilt from elsewhere (raftstore's local state, rebuilt from
+	// the raft log and snapshots): Update then means visible, and durable
+	// against a crash of the process, not of the machine, which may leave
+	// the file corrupt. Close syncs.
+	NoSync bool
 
 	// hooks lets this package's tests pause the committer and inject
 	// failures; nil outside tests.
@@ -189,7 +195,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	db, err := bolt.Open(path, opts.FileMode, &bolt.Options{
 		Timeout: opts.LockTimeout,
-		NoSync:  false, // every commit is fdatasync'ed: Update means durable
+		NoSync:  opts.NoSync, // unless set, every commit is fdatasync'ed: Update means durable
 		// The freelist is written with every commit. Without it, Open
 		// rebuilds it by walking every page of the file: with a backlog of
 		// 2M 1 KiB messages that read 3 GB and took 8 s before the broker
@@ -500,6 +506,12 @@ func (s *Store) Close() error {
 	<-s.stopped
 	close(s.trimStop)
 	<-s.trimmed
+	if s.db.NoSync {
+		if err := s.db.Sync(); err != nil {
+			_ = s.db.Close()
+			return fmt.Errorf("close store %s: sync: %w", s.path, err)
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}

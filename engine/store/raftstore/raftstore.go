@@ -369,7 +369,25 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("raftstore: open %s: %w", opts.DataDir, err)
 	}
-	state, err := boltstore.Open(filepath.Join(opts.DataDir, "state.db"), boltstore.Options{Logger: lg})
+	// The local state is not synced on each applied entry (the raft log
+	// is): only a clean close marks it whole (stateClean). A state file
+	// without the mark may miss entries or, after a crash of the machine,
+	// be corrupt: it is dropped and rebuilt from the latest snapshot and
+	// the log.
+	statePath := filepath.Join(opts.DataDir, "state.db")
+	cleanPath := filepath.Join(opts.DataDir, stateClean)
+	if _, err := os.Stat(statePath); err == nil {
+		if _, err := os.Stat(cleanPath); err != nil {
+			lg.Warn("raftstore: the local state was not closed cleanly: rebuilding it from the snapshot and the log", "dir", opts.DataDir)
+			if err := os.Remove(statePath); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := os.Remove(cleanPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	state, err := boltstore.Open(statePath, boltstore.Options{Logger: lg, NoSync: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -826,11 +844,38 @@ func (s *Store) Close() error {
 	}
 	if err := s.fsm.state.Close(); err != nil {
 		errs = append(errs, err)
+	} else if err := markClean(s.opts.DataDir); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("raftstore: close: %w", err)
 	}
 	return nil
+}
+
+// stateClean is the file a clean close leaves beside state.db: the state
+// was synced and is whole.
+const stateClean = "state.clean"
+
+// markClean writes the clean mark durably.
+func markClean(dir string) error {
+	f, err := os.Create(filepath.Join(dir, stateClean))
+	if err != nil {
+		return fmt.Errorf("mark the local state clean: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("mark the local state clean: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("mark the local state clean: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mark the local state clean: %w", err)
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // raftLog carries raft's log lines (hclog text) to slog: errors and
