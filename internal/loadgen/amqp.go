@@ -77,20 +77,10 @@ func NewAMQP(cfg AMQPConfig) *AMQP {
 }
 
 // Protocol is "amqp", or "amqp/lean" with the lean client.
-func (a *AMQP) Protocol() string {
-	if a.cfg.Client == ClientLean {
-		return "amqp/lean"
-	}
-	return "amqp"
-}
+func (a *AMQP) Protocol() string { return protocolName("amqp", a.cfg.Client) }
 
 // Name describes the target.
-func (a *AMQP) Name() string {
-	if a.cfg.Client == ClientLean {
-		return "amqp " + a.cfg.Addr + " (lean client)"
-	}
-	return "amqp " + a.cfg.Addr
-}
+func (a *AMQP) Name() string { return targetName("amqp", a.cfg.Addr, a.cfg.Client) }
 
 // address returns the address and the terminus capabilities of o's
 // destination.

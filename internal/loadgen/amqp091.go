@@ -77,20 +77,10 @@ func NewAMQP091(cfg AMQP091Config) *AMQP091 {
 }
 
 // Protocol is "amqp091", or "amqp091/lean" with the lean client.
-func (a *AMQP091) Protocol() string {
-	if a.cfg.Client == ClientLean {
-		return "amqp091/lean"
-	}
-	return "amqp091"
-}
+func (a *AMQP091) Protocol() string { return protocolName("amqp091", a.cfg.Client) }
 
 // Name describes the target.
-func (a *AMQP091) Name() string {
-	if a.cfg.Client == ClientLean {
-		return "amqp091 " + a.cfg.Addr + " (lean client)"
-	}
-	return "amqp091 " + a.cfg.Addr
-}
+func (a *AMQP091) Name() string { return targetName("amqp091", a.cfg.Addr, a.cfg.Client) }
 
 // dial opens a connection and a channel on it.
 func (a *AMQP091) dial(ctx context.Context) (*amqp091.Connection, *amqp091.Channel, error) {

@@ -66,20 +66,10 @@ func NewSTOMP(cfg STOMPConfig) *STOMP {
 }
 
 // Protocol is "stomp", or "stomp/lean" with the lean client.
-func (s *STOMP) Protocol() string {
-	if s.cfg.Client == ClientLean {
-		return "stomp/lean"
-	}
-	return "stomp"
-}
+func (s *STOMP) Protocol() string { return protocolName("stomp", s.cfg.Client) }
 
 // Name describes the target.
-func (s *STOMP) Name() string {
-	if s.cfg.Client == ClientLean {
-		return "stomp " + s.cfg.Addr + " (lean client)"
-	}
-	return "stomp " + s.cfg.Addr
-}
+func (s *STOMP) Name() string { return targetName("stomp", s.cfg.Addr, s.cfg.Client) }
 
 func stompDestination(o *Options) string {
 	if strings.HasPrefix(o.Destination, "/") {
@@ -509,4 +499,21 @@ func (p *windowProducer) Close() error {
 	_ = p.nc.Close()
 	<-p.done
 	return nil
+}
+
+// protocolName is a driver's Protocol: proto, or proto/lean with the lean
+// client.
+func protocolName(proto, client string) string {
+	if client == ClientLean {
+		return proto + "/lean"
+	}
+	return proto
+}
+
+// targetName is a driver's Name: the protocol and address, and which client.
+func targetName(proto, addr, client string) string {
+	if client == ClientLean {
+		return proto + " " + addr + " (lean client)"
+	}
+	return proto + " " + addr
 }
