@@ -434,7 +434,7 @@ func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.M
 			return
 		}
 		q.forgetPagedLocked(l, rr)
-		r := &ref{msg: m, rec: q.pagedRec(rr), seq: rr.seq, q: q, count: rr.count, marked: rr.count,
+		r := &ref{msg: m, rec: newPagedRec(rr), seq: rr.seq, q: q, count: rr.count, marked: rr.count,
 			size: rr.size, deliverAt: rr.at, gen: q.gen}
 		if m.Expiration != 0 {
 			if now == 0 {
@@ -534,12 +534,6 @@ func (q *queue) forgetPagedLocked(l *pageLane, rr refRecord) {
 	if l.n == 0 {
 		l.skip = nil
 	}
-}
-
-// pagedRec returns the store identity of a paged message read back; under
-// q.mu.
-func (q *queue) pagedRec(rr refRecord) *stored {
-	return newPagedRec(rr)
 }
 
 // newPagedRec is the store identity of a message read back from the store
@@ -928,7 +922,7 @@ func (q *queue) expirePaged(now int64) {
 		if !l.isPaged(rr.seq) {
 			continue
 		}
-		rec := q.pagedRec(rr)
+		rec := newPagedRec(rr)
 		q.forgetPagedLocked(l, rr)
 		if msgs[i] == nil {
 			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
