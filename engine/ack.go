@@ -44,7 +44,7 @@ func (s *Session) AcknowledgeConfirm(tag uint64) (*Confirmation, error) {
 		return nil, errorf(CodeIllegalState, "acknowledge in a transacted session: commit instead")
 	}
 	b := s.conn.b
-	sub, ok := b.store.(store.Submitter)
+	sub, ok := b.submitter()
 	if b.store != nil && !ok {
 		return nil, s.settleTags(context.Background(), tag, s.mode == ClientAcknowledge, true)
 	}
@@ -187,7 +187,7 @@ func (s *Session) AcknowledgeLater(tag uint64) (*Confirmation, error) {
 	}
 	b := s.conn.b
 	cumulative := s.mode == ClientAcknowledge
-	sub, ok := b.store.(store.Submitter)
+	sub, ok := b.submitter()
 	if !ok {
 		return nil, s.settleTags(context.Background(), tag, cumulative, true)
 	}
@@ -212,6 +212,9 @@ func (s *Session) AcknowledgeLater(tag uint64) (*Confirmation, error) {
 		if err == nil {
 			byQueue(refs, func(q *queue, rs []*ref) { q.settle(rs) })
 			return
+		}
+		if indeterminate(err) {
+			return // fenced: neither settled nor given back
 		}
 		var ae *ackError
 		if errors.As(b.settleFailed(refs, recs, err), &ae) && len(ae.settled) > 0 {

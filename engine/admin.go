@@ -668,6 +668,9 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 		ops := removeOps(nil)
 		ops = b.storeOpsForAdd(plan, ops)
 		if err := b.update(ctx, ops); err != nil {
+			if indeterminate(err) {
+				return fmt.Errorf("move messages from %s to %s: %w", q.dest, to, outcomeUnknown("the move", err))
+			}
 			b.undoAdd(plan)
 			return fmt.Errorf("move messages from %s to %s: %w", q.dest, to, err)
 		}
@@ -680,8 +683,10 @@ func (b *Broker) MoveMessages(ctx context.Context, from Target, f Filter, to mes
 		var batch taken
 		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
 		if err := move(batch.refs, func(ops []store.Op) []store.Op { return batch.removeOps(q, ops) }); err != nil {
-			q.restore(batch)
-			q.restore(rest)
+			if !indeterminate(err) { // fenced: nothing is undone
+				q.restore(batch)
+				q.restore(rest)
+			}
 			return moved, err
 		}
 		moved += batch.len()
@@ -718,6 +723,9 @@ func (b *Broker) DeleteMessages(ctx context.Context, t Target, f Filter) (int, e
 		var batch taken
 		batch, rest = rest.split(min(len(rest.refs), AdminBatch))
 		if err := b.update(ctx, batch.removeOps(q, nil)); err != nil {
+			if indeterminate(err) {
+				return deleted, fmt.Errorf("delete messages of %s: %w", t, outcomeUnknown("the deletion", err))
+			}
 			q.restore(batch)
 			q.restore(rest)
 			return deleted, fmt.Errorf("delete messages of %s: %w", t, err)
@@ -997,6 +1005,9 @@ func (b *Broker) ImportMessages(ctx context.Context, t Target, msgs []*message.M
 			return res, fmt.Errorf("import into %s: %w", t, err)
 		}
 		if err := b.update(ctx, b.storeOpsForAdd(refs, nil)); err != nil {
+			if indeterminate(err) {
+				return res, fmt.Errorf("import into %s: %w", t, outcomeUnknown("the imported messages", err))
+			}
 			b.undoAdd(refs)
 			return res, fmt.Errorf("import into %s: %w", t, err)
 		}

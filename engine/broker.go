@@ -18,8 +18,10 @@ import (
 // Broker is one Sluice engine instance: its destinations, subscriptions and
 // connections, and its store.
 type Broker struct {
-	cfg   Config
-	store store.Store
+	cfg Config
+	// store is cfg.Store behind the fence (fence.go); nil without one.
+	store *guardStore
+	fence *fence // the fenced state; only its methods touch it (fence.go)
 	log   *slog.Logger
 	now   func() time.Time
 	sched *scheduler
@@ -82,7 +84,7 @@ func (d *destination) consumerCount() int {
 func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:       cfg,
-		store:     cfg.Store,
+		fence:     newFence(),
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		dests:     map[message.Destination]*destination{},
@@ -95,6 +97,9 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	if cfg.Store != nil {
+		b.store = newGuardStore(cfg.Store, b.fence, b.log)
 	}
 	if b.cfg.ExpiryScanInterval <= 0 {
 		b.cfg.ExpiryScanInterval = time.Second
@@ -424,6 +429,10 @@ func (b *Broker) createDestination(ctx context.Context, dest message.Destination
 	b.mu.Unlock()
 	if b.store != nil {
 		if err := b.store.Update(ctx, []store.Op{destRecordOp(d)}); err != nil {
+			if indeterminate(err) {
+				// Fenced: the record may be stored; nothing is undone.
+				return nil, false, fmt.Errorf("create %s: %w", dest, outcomeUnknown("the destination", err))
+			}
 			b.mu.Lock()
 			delete(b.dests, dest)
 			b.mu.Unlock()
@@ -573,6 +582,12 @@ func (b *Broker) sendPrepared(ctx context.Context, d *destination, m *message.Me
 	}
 	if ops := b.storeOpsForAdd(refs, nil); len(ops) > 0 {
 		if err := b.store.Update(ctx, ops); err != nil {
+			if indeterminate(err) {
+				// Fenced: the message may be stored. It is neither
+				// forgotten nor delivered from this engine; the one
+				// rebuilt from the store has it if it was applied.
+				return outcomeUnknown("the message to "+d.dest.String(), err)
+			}
 			b.undoAdd(refs)
 			return fmt.Errorf("store message for %s: %w", d.dest, err)
 		}
@@ -665,6 +680,11 @@ func (b *Broker) settle(ctx context.Context, refs []*ref, sync bool) error {
 		if !sync {
 			b.async.add(ops)
 		} else if err := b.store.Update(ctx, ops); err != nil {
+			if indeterminate(err) {
+				// Fenced: the refs stay as they are, neither settled nor
+				// given back.
+				return outcomeUnknown("the acknowledgement", err)
+			}
 			return b.settleFailed(refs, recs, fmt.Errorf("store acknowledgement: %w", err))
 		}
 	}
@@ -725,7 +745,7 @@ func (b *Broker) requeue(ctx context.Context, refs []*ref, failed bool, delay ti
 // at its delivery, without the delay.
 func (b *Broker) requeueConfirm(ctx context.Context, refs []*ref, failed bool, delay time.Duration) *Confirmation {
 	var conf *Confirmation
-	sub, canSubmit := b.store.(store.Submitter)
+	sub, canSubmit := b.submitter()
 	byQueue(refs, func(q *queue, rs []*ref) {
 		// q.requeue computes the record updates under its lock: once it
 		// unlocks, the refs may already be in flight to another consumer.
@@ -855,6 +875,14 @@ func (b *Broker) moveUndeliverable(ctx context.Context, q *queue, refs []*ref, r
 	}
 	if len(ops) > 0 {
 		if err := b.store.Update(context.WithoutCancel(ctx), ops); err != nil {
+			if indeterminate(err) {
+				// Fenced: the move may be stored; nothing is undone and
+				// nothing retried.
+				b.log.Error("undeliverable messages: the outcome of their move to the error destination (or deletion) is unknown; the engine is fenced",
+					slog.String("destination", q.dest.String()), slog.String("error_destination", errDest.String()),
+					slog.Int("messages", len(refs)), slog.Any("err", err))
+				return
+			}
 			b.undoAdd(plan)
 			for i, r := range refs {
 				if recs[i] != nil && r.rec == nil {
@@ -1038,6 +1066,9 @@ func (b *Broker) Purge(ctx context.Context, dest message.Destination) (int, erro
 	// Undoable: a refused update puts everything back, so no message's
 	// pending first write may be taken back before the purge is durable.
 	if err := b.update(ctx, t.removeOps(q, nil)); err != nil {
+		if indeterminate(err) {
+			return 0, fmt.Errorf("purge %s: %w", dest, outcomeUnknown("the purge", err))
+		}
 		q.restore(t)
 		return 0, fmt.Errorf("purge %s: %w", dest, err)
 	}

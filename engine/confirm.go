@@ -68,7 +68,9 @@ func (c *Confirmation) Ready() bool {
 // Wait returns once the message is durable or consumed (nil), or could not
 // be stored (the message is then taken off its queue unless a consumer has
 // it), or ctx ends (the outcome is then followed in the background, so a
-// failed write still takes its message back).
+// failed write still takes its message back). When the store cannot tell
+// whether it stored the write (store.ErrIndeterminate), the error says the
+// outcome is unknown and wraps ErrFenced; nothing is taken back (fence.go).
 func (c *Confirmation) Wait(ctx context.Context) error {
 	if c == nil {
 		return nil
@@ -101,6 +103,13 @@ func (c *Confirmation) wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if err := c.ack.Err(); err != nil {
+			if indeterminate(err) {
+				what := "the acknowledgement on " + c.dest.String()
+				if c.record {
+					what = "the redelivery record on " + c.dest.String()
+				}
+				return outcomeUnknown(what, err)
+			}
 			if c.record {
 				return fmt.Errorf("store redelivery record on %s: %w", c.dest, err)
 			}
@@ -132,6 +141,9 @@ func (c *Confirmation) wait(ctx context.Context) error {
 		case errors.Is(err, store.ErrWithdrawn):
 			// Taken back for a settlement (consumed is closed) or replaced
 			// by a write with a delivery mark: look again.
+		case indeterminate(err):
+			// Fenced: the message may be stored; it is not taken back.
+			return outcomeUnknown("the message to "+c.dest.String(), err)
 		default:
 			c.takeBack()
 			return fmt.Errorf("store message for %s: %w", c.dest, err)
@@ -170,7 +182,7 @@ func (b *Broker) sendAsync(ctx context.Context, s *Session, dest message.Destina
 		return nil, err
 	}
 	if d.q != nil && d.q.bucket != "" && deliverAt(m) == 0 && (m.DeliveryMode == message.Persistent || d.q.backlogged()) {
-		if sub, ok := b.store.(store.Submitter); ok {
+		if sub, ok := b.submitter(); ok {
 			r := b.queueRef(d.q, m)
 			if r.rec == nil {
 				// Non-persistent, and the backlog went meanwhile.
@@ -243,7 +255,11 @@ func (w *orderedWrites) run(b *Broker) {
 		a := w.adds[0]
 		w.mu.Unlock()
 		<-a.p.Done()
-		if err := a.p.Err(); err != nil {
+		if err := a.p.Err(); indeterminate(err) {
+			// Fenced: the message may be stored; it is neither forgotten
+			// nor delivered from this engine.
+			a.err = outcomeUnknown("the message to "+a.r.q.dest.String(), err)
+		} else if err != nil {
 			b.undoAdd([]*ref{a.r})
 			a.err = fmt.Errorf("store message for %s: %w", a.r.q.dest, err)
 		} else {

@@ -115,7 +115,7 @@ func (b *Broker) sendEarly(ctx context.Context, r *ref) (ok bool, err error) {
 // on its queue at once. It returns nil when the store cannot take writes
 // back.
 func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
-	sub, can := b.store.(store.Submitter)
+	sub, can := b.submitter()
 	if !can {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (b *Broker) markEarly(r *ref, n int32) bool {
 	if ew == nil {
 		return false
 	}
-	sub := b.store.(store.Submitter)
+	sub, _ := b.submitter()
 	ew.mu.Lock()
 	defer ew.mu.Unlock()
 	select {
@@ -204,7 +204,7 @@ type holder interface {
 // hold submits a message's first write, withdrawable for d: held where
 // the store can hold writes, else lingering.
 func (b *Broker) hold(sub store.Submitter, makeOps func() []store.Op, d time.Duration) store.Pending {
-	if h, ok := b.store.(holder); ok {
+	if h, ok := b.holdStore(); ok {
 		return h.HoldFunc(makeOps, d)
 	}
 	return sub.Submit(makeOps(), d)

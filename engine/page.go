@@ -681,9 +681,10 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 			recs := recsOf(refs[:n])
 			if err := fn(refs[:n]); err != nil {
 				// Their records are still in the store, and so are their
-				// holds on shared messages.
+				// holds on shared messages (unless the outcome is unknown:
+				// fenced, nothing is undone).
 				for i, r := range refs[:n] {
-					if r.rec == nil && recs[i] != nil {
+					if r.rec == nil && recs[i] != nil && !indeterminate(err) {
 						recs[i].refs.Add(1)
 					}
 				}

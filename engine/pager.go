@@ -363,7 +363,7 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 		// an acknowledgement) is applied after it, and until it is, a
 		// restart finds them paged out, as they were. Readers of the index
 		// start at the cursor, past them.
-		if sub, ok := b.store.(store.Submitter); ok {
+		if sub, ok := b.submitter(); ok {
 			p := sub.Submit(ops, 0)
 			b.acks.watchThen(b, p, 0, func(err error) {
 				if err != nil && !errors.Is(err, store.ErrClosed) {
@@ -510,7 +510,7 @@ func (q *queue) takeIndexed(match func(*ref) bool, fn func(refs []*ref) error) (
 			recs := recsOf(mine[:n])
 			if err := fn(mine[:n]); err != nil {
 				for i, r := range mine[:n] {
-					if r.rec == nil && recs[i] != nil {
+					if r.rec == nil && recs[i] != nil && !indeterminate(err) {
 						recs[i].refs.Add(1)
 					}
 				}

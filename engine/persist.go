@@ -248,10 +248,7 @@ const (
 // updateLinger writes ops durably, letting a store that can (a journal)
 // hold them up to linger to share a sync with the writes that follow.
 func (b *Broker) updateLinger(ctx context.Context, ops []store.Op, linger time.Duration) error {
-	if l, ok := b.store.(store.Lingerer); ok {
-		return l.UpdateLinger(ctx, ops, linger)
-	}
-	return b.store.Update(ctx, ops)
+	return b.store.UpdateLinger(ctx, ops, linger)
 }
 
 // asyncWriter applies store writes nobody waits for (automatic

@@ -191,6 +191,9 @@ func (s *Session) settleTags(ctx context.Context, tag uint64, cumulative, sync b
 		return err
 	}
 	if err := s.conn.b.settle(ctx, refsOf(ds), sync); err != nil {
+		if indeterminate(err) {
+			return err // fenced: nothing is given back
+		}
 		// The store refused it: the deliveries are still unacknowledged,
 		// except those settled all the same.
 		var ae *ackError

@@ -277,6 +277,9 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 	b.mu.Unlock()
 	if opts.Durable && b.store != nil {
 		if err := b.store.Update(context.Background(), []store.Op{subRecordOp(s)}); err != nil {
+			if indeterminate(err) {
+				return nil, fmt.Errorf("store subscription %q: %w", s.name, outcomeUnknown("the subscription", err))
+			}
 			b.mu.Lock()
 			delete(b.subs, key)
 			b.mu.Unlock()

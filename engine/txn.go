@@ -94,7 +94,9 @@ func (b *Broker) reserveSend(d *destination, m *message.Message) ([]*ref, error)
 // its acknowledgements in one store update, then enqueued. When the store
 // refuses the work, nothing is applied: the sends give their room back,
 // the acknowledged messages are redelivered, and the error has
-// CodeTransactionRolledBack.
+// CodeTransactionRolledBack. When the store cannot tell whether it applied
+// the work (store.ErrIndeterminate), the outcome is unknown: the error has
+// CodeJMS, wraps ErrFenced, and nothing is undone (fence.go).
 func (t *Txn) Commit(ctx context.Context) error {
 	t.mu.Lock()
 	if t.done {
@@ -113,6 +115,11 @@ func (t *Txn) Commit(ctx context.Context) error {
 	ops = t.b.storeOpsForUndoableRemove(acks, ops)
 	if len(ops) > 0 {
 		if err := t.b.store.Update(ctx, ops); err != nil {
+			if indeterminate(err) {
+				// Fenced: the commit may be stored; it is not reported
+				// rolled back, and nothing is undone.
+				return outcomeUnknown("the transaction's commit", err)
+			}
 			t.b.undoAdd(plan)
 			// storeOpsForUndoableRemove let go of the acknowledged
 			// messages' store records: they are still there, and so are

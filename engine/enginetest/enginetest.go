@@ -8,6 +8,7 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -75,6 +76,11 @@ func open(tb testing.TB, dir string, cfg engine.Config, withFaults bool) (*engin
 // ErrInjected is the failure of a write that a Faults store refuses.
 var ErrInjected = errors.New("enginetest: injected store failure")
 
+// ErrInjectedUnknown is the failure of a write that a Faults store makes
+// indeterminate (Unsure): it wraps store.ErrIndeterminate, as a replicated
+// store's deposed leader reports a write, though the write was not applied.
+var ErrInjectedUnknown = fmt.Errorf("enginetest: injected unknown outcome: %w", store.ErrIndeterminate)
+
 // Faults is a store over another that refuses every write while failing
 // is set: Update returns ErrInjected, Submit a Pending already failed with
 // it. Reads go through.
@@ -82,11 +88,28 @@ type Faults struct {
 	store.Store
 	sub     store.Submitter
 	failing atomic.Bool
+	unsure  atomic.Bool  // refused writes report ErrInjectedUnknown
 	delay   atomic.Int64 // ns before a refused Submit reports its failure
 }
 
 // Fail makes the store refuse writes (true) or take them again (false).
 func (f *Faults) Fail(on bool) { f.failing.Store(on) }
+
+// Unsure makes the store refuse writes (true) with ErrInjectedUnknown, an
+// unknown outcome (the engine then fences itself), or take them again
+// (false).
+func (f *Faults) Unsure(on bool) {
+	f.unsure.Store(on)
+	f.failing.Store(on)
+}
+
+// refusal is the error of a refused write.
+func (f *Faults) refusal() error {
+	if f.unsure.Load() {
+		return ErrInjectedUnknown
+	}
+	return ErrInjected
+}
 
 // FailAfter makes the store refuse writes, a submitted write reporting its
 // failure only after d, as a disk would after trying.
@@ -98,7 +121,7 @@ func (f *Faults) FailAfter(d time.Duration) {
 // Update refuses ops while failing, else passes them on.
 func (f *Faults) Update(ctx context.Context, ops []store.Op) error {
 	if f.failing.Load() {
-		return ErrInjected
+		return f.refusal()
 	}
 	return f.Store.Update(ctx, ops)
 }
@@ -106,7 +129,7 @@ func (f *Faults) Update(ctx context.Context, ops []store.Op) error {
 // Submit refuses ops while failing, else passes them on.
 func (f *Faults) Submit(ops []store.Op, linger time.Duration) store.Pending {
 	if f.failing.Load() {
-		p := failed{done: make(chan struct{})}
+		p := failed{done: make(chan struct{}), err: f.refusal()}
 		if d := time.Duration(f.delay.Load()); d > 0 {
 			time.AfterFunc(d, func() { close(p.done) })
 		} else {
@@ -132,9 +155,12 @@ func (f *Faults) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.P
 	return f.sub.Submit(makeOps(), hold)
 }
 
-// failed is a Pending that fails with ErrInjected once done closes.
-type failed struct{ done chan struct{} }
+// failed is a Pending that fails with err once done closes.
+type failed struct {
+	done chan struct{}
+	err  error
+}
 
 func (p failed) Done() <-chan struct{} { return p.done }
-func (failed) Err() error              { return ErrInjected }
+func (p failed) Err() error            { return p.err }
 func (failed) Withdraw() bool          { return false }

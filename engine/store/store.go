@@ -50,10 +50,17 @@ type Op struct {
 // scheduled messages read back from their time index, is applied after
 // it, so a crash in between finds the older state whole. storetest checks
 // the rule for every implementation.
+//
+// Failed writes: a write that fails applied nothing, so its caller may
+// undo what it did in memory, except when the error wraps
+// ErrIndeterminate: then the write may or may not be applied, now or
+// later, and the caller must not undo, write no more, and rebuild its
+// state from the store (see ErrIndeterminate).
 type Store interface {
 	// Update applies ops atomically: after it returns nil, all of them are
 	// durable (they survive a crash of the process or the machine); after it
-	// returns an error, none of them was applied. ops are not retained.
+	// returns an error, none of them was applied, unless the error wraps
+	// ErrIndeterminate (see there). ops are not retained.
 	Update(ctx context.Context, ops []Op) error
 	// ForEach calls fn for every key of bucket in ascending byte order. The
 	// key and value slices are valid only during the call. A missing bucket
@@ -104,12 +111,31 @@ type Pending interface {
 	// Done is closed when the write is durable, failed, or withdrawn.
 	Done() <-chan struct{}
 	// Err is nil once the write is durable; ErrWithdrawn when it was taken
-	// back; the failure otherwise. Valid after Done is closed.
+	// back; the failure otherwise (nothing of it was applied, unless it
+	// wraps ErrIndeterminate). Valid after Done is closed.
 	Err() error
 	// Withdraw takes the write back if its commit has not begun, and
 	// reports whether it did; then nothing of it is ever applied.
 	Withdraw() bool
 }
+
+// ErrIndeterminate is wrapped by the error of a write whose outcome the
+// store cannot know: it may or may not have been applied, now or later (a
+// replicated store whose leader lost its leadership after taking the
+// write, or got no answer in time; package raftstore). It is the one
+// exception to "a failed write applied nothing", for Update,
+// UpdateLinger and a Pending's Err alike. A caller that sees it must not
+// undo in memory what the write was to record, as it would after a plain
+// failure: its view is unknown from then on, and it must make no further
+// write on it and rebuild it from the store (the engine fences itself and
+// is reopened from the store; see engine.ErrFenced). Ordering still holds:
+// a write made after it returned is applied, if at all, after it.
+// Embedded stores (boltstore, journal) never return it.
+var ErrIndeterminate = errIndeterminate{}
+
+type errIndeterminate struct{}
+
+func (errIndeterminate) Error() string { return "store: write outcome unknown" }
 
 // ErrWithdrawn is the Err of a Pending write that was taken back.
 var ErrWithdrawn = errWithdrawn{}

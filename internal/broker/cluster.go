@@ -6,7 +6,7 @@ package broker
 // term: gaining it opens a fresh engine, which recovers from the local
 // state (every committed entry is applied before the raft store reports the
 // leadership), with its protocol servers and its admin server; losing it,
-// or a write whose outcome is unknown (raftstore.ErrIndeterminate), fences
+// or a write whose outcome is unknown (store.ErrIndeterminate), fences
 // the term: its store refuses every further write, its connections are
 // dropped and its engine is closed. Nothing in memory outlives its term; the
 // next term rebuilds from the store.
@@ -371,7 +371,7 @@ var errFenced = errors.New("cluster: this node's leadership term has ended; the 
 
 // fencedStore is the engine's store in one term: the raft store, refusing
 // every write once the term is fenced. A write whose outcome is unknown
-// (raftstore.ErrIndeterminate) fences the term itself, so the engine that
+// (store.ErrIndeterminate) fences the term itself, so the engine that
 // saw it makes no further write and is rebuilt from the store.
 type fencedStore struct {
 	rs              *raftstore.Store
@@ -389,7 +389,7 @@ func (s *fencedStore) fenced() bool { return s.closed.Load() }
 
 // check fences on an indeterminate outcome and passes err on.
 func (s *fencedStore) check(err error) error {
-	if err != nil && errors.Is(err, raftstore.ErrIndeterminate) && !s.closed.Swap(true) {
+	if err != nil && errors.Is(err, store.ErrIndeterminate) && !s.closed.Swap(true) {
 		s.onIndeterminate()
 	}
 	return err

@@ -25,11 +25,11 @@
 // *NotLeaderError (errors.Is ErrNotLeader) naming the leader, if one is
 // known; nothing of it was applied. A write whose outcome raft cannot know —
 // leadership lost after the entry was appended, no answer within
-// Options.ApplyTimeout — fails with an error wrapping ErrIndeterminate: it may
-// or may not be committed, and may yet be applied. That breaks the promise of
-// store.Store that a failed write applied nothing; the engine-wide answer
-// (fence, then rebuild from the store) is a later step of issue #17, and
-// ErrIndeterminate moves into package store then.
+// Options.ApplyTimeout — fails with an error wrapping store.ErrIndeterminate
+// (ErrIndeterminate here is the same value): it may or may not be committed,
+// and may yet be applied. store.Store allows that outcome for that error
+// only; the engine answers it by fencing itself (engine.ErrFenced), and the
+// broker rebuilds it from the store.
 //
 // # State, snapshots and restarts
 //
@@ -97,12 +97,13 @@ const (
 // node that is not the leader. Nothing of such a write was applied.
 var ErrNotLeader = errors.New("raftstore: not the leader")
 
-// ErrIndeterminate is wrapped by the error of a write whose outcome is
+// ErrIndeterminate is store.ErrIndeterminate, kept under this name for
+// compatibility. It is wrapped by the error of a write whose outcome is
 // unknown: raft had taken the entry when leadership was lost, or no outcome
 // came within Options.ApplyTimeout. The write may or may not be committed and
 // applied. Callers must not undo anything in memory on it; they must treat
 // their view as unknown and rebuild it from the store of a current leader.
-var ErrIndeterminate = errors.New("raftstore: write outcome unknown")
+var ErrIndeterminate = store.ErrIndeterminate
 
 // NotLeaderError is the error of a write on a node that is not the leader.
 type NotLeaderError struct {
