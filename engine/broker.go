@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 	"github.com/sluicemq/sluice/grammar/selector"
 )
@@ -336,7 +337,7 @@ func (b *Broker) newDestination(dest message.Destination, owner *Connection, cre
 	} else {
 		bucket := ""
 		if dest.Kind == message.Queue && b.store != nil {
-			bucket = queueBucket(dest.Name)
+			bucket = records.QueueBucket(dest.Name)
 		}
 		d.q = newQueue(b, dest, nil, bucket)
 	}
@@ -1026,16 +1027,16 @@ func (b *Broker) deleteDestination(ctx context.Context, dest message.Destination
 		}
 		if q.bucket != "" {
 			ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: q.bucket},
-				store.Op{Kind: store.DeleteBucket, Bucket: schedBucket(q.bucket)})
+				store.Op{Kind: store.DeleteBucket, Bucket: records.SchedBucket(q.bucket)})
 		}
 	}
 	for _, s := range subs {
 		if s.durable {
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Subscriptions, Key: []byte(s.key)})
 		}
 	}
 	if b.store != nil && !dest.Kind.IsTemporary() {
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketDests, Key: destKey(dest)})
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Destinations, Key: records.DestinationKey(dest)})
 	}
 	b.closeBrowsers(dest)
 	if len(ops) > 0 && b.store != nil {

@@ -10,7 +10,7 @@ package engine
 // (that would cost memory per message), so the identity is marked
 // uncounted: from then on no holder deletes the message record. Each
 // removal of a ref record writes, in the same update, a candidate record
-// in bucketCollect (key: the message's sequence number, then the holder's
+// in records.Collect (key: the message's sequence number, then the holder's
 // bucket). The collector goroutine reads the candidates a chunk at a time
 // and, for each message, looks for a ref record in the buckets of the
 // topic's durable subscriptions: when there is none, it deletes the message
@@ -30,16 +30,13 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"log/slog"
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
-
-// bucketCollect holds the collector's candidates.
-const bucketCollect = "collect"
 
 // collectEvery is how often the collector looks for candidates when
 // nothing pokes it.
@@ -48,9 +45,7 @@ const collectEvery = 5 * time.Second
 // collectOp is the candidate record of a removal from bucket of the shared
 // message seq.
 func collectOp(seq uint64, bucket string) store.Op {
-	k := make([]byte, 8, 8+len(bucket))
-	binary.BigEndian.PutUint64(k, seq)
-	return store.Op{Kind: store.Put, Bucket: bucketCollect, Key: append(k, bucket...)}
+	return store.Op{Kind: store.Put, Bucket: records.Collect, Key: records.CollectKey(seq, bucket)}
 }
 
 // collector deletes the message records of shared messages no ref record
@@ -99,12 +94,9 @@ func (c *collector) pass(ctx context.Context) bool {
 		seq uint64
 	}
 	var cands []candidate
-	err := b.store.Range(bucketCollect, nil, pageScanRecords, func(k, _ []byte) error {
-		if len(k) < 8 {
-			cands = append(cands, candidate{key: append([]byte(nil), k...)})
-			return nil
-		}
-		cands = append(cands, candidate{key: append([]byte(nil), k...), seq: binary.BigEndian.Uint64(k)})
+	err := b.store.Range(records.Collect, nil, pageScanRecords, func(k, _ []byte) error {
+		seq, _ := records.ParseCollectKey(k) // 0 for a bad key: only deleted
+		cands = append(cands, candidate{key: append([]byte(nil), k...), seq: seq})
 		return nil
 	})
 	if err != nil {
@@ -119,7 +111,7 @@ func (c *collector) pass(ctx context.Context) bool {
 	var ops []store.Op
 	var seqs []uint64
 	for i, cd := range cands {
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketCollect, Key: cd.key})
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Collect, Key: cd.key})
 		if cd.seq != 0 && (i == 0 || cands[i-1].seq != cd.seq) {
 			seqs = append(seqs, cd.seq)
 		}
@@ -133,7 +125,7 @@ func (c *collector) pass(ctx context.Context) bool {
 			return false
 		}
 		if !held {
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(seq)})
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(seq)})
 		}
 	}
 	if err := b.updateLinger(ctx, ops, markLinger); err != nil {
@@ -151,7 +143,7 @@ func (c *collector) pass(ctx context.Context) bool {
 func (c *collector) held(seq uint64) (bool, error) {
 	b := c.b
 	var m *message.Message
-	err := b.store.Get(bucketMsgs, [][]byte{seqKey(seq)}, func(_ int, v []byte) error {
+	err := b.store.Get(records.Messages, [][]byte{records.SeqKey(seq)}, func(_ int, v []byte) error {
 		m = new(message.Message)
 		return m.UnmarshalBinary(v)
 	})
@@ -169,7 +161,7 @@ func (c *collector) held(seq uint64) (bool, error) {
 		buckets = append(buckets, d.q.bucket)
 	}
 	b.mu.RUnlock()
-	key := [][]byte{seqKey(seq)}
+	key := [][]byte{records.SeqKey(seq)}
 	for _, bucket := range buckets {
 		found := false
 		if err := b.store.Get(bucket, key, func(int, []byte) error { found = true; return nil }); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/engine/store/journal"
 )
@@ -94,7 +95,7 @@ func TestCollectorDeletesSharedPagedMessages(t *testing.T) {
 			// Let the collector run: b still holds every message.
 			b.coll.poke()
 			time.Sleep(300 * time.Millisecond)
-			if got := storeKeys(t, b, bucketMsgs); got != n {
+			if got := storeKeys(t, b, records.Messages); got != n {
 				t.Fatalf("%d message records after a acknowledged, want %d (b holds them)", got, n)
 			}
 			closeBroker()
@@ -109,10 +110,10 @@ func TestCollectorDeletesSharedPagedMessages(t *testing.T) {
 				}
 				_ = conn.Close()
 			}
-			for i := 0; storeKeys(t, b, bucketMsgs)+storeKeys(t, b, bucketCollect) != 0; i++ {
+			for i := 0; storeKeys(t, b, records.Messages)+storeKeys(t, b, records.Collect) != 0; i++ {
 				if i == 400 {
 					t.Fatalf("%d message records and %d candidates left once no subscription holds them",
-						storeKeys(t, b, bucketMsgs), storeKeys(t, b, bucketCollect))
+						storeKeys(t, b, records.Messages), storeKeys(t, b, records.Collect))
 				}
 				b.coll.poke()
 				time.Sleep(25 * time.Millisecond)

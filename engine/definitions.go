@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
 
@@ -19,16 +20,8 @@ import (
 // PutDefinition and DeleteDefinition succeed and Definitions yields
 // nothing, as every other durable thing of a broker without a store.
 
-// bucketDefs holds every namespace's definitions, keyed
-// "<namespace>\x00<key>".
-const bucketDefs = "defs"
-
 // maxDefinitionSize bounds one definition's key and value together.
 const maxDefinitionSize = 64 << 10
-
-func defKey(namespace, key string) []byte {
-	return append(append([]byte(namespace), 0), key...)
-}
 
 func checkDefinition(namespace, key string, value []byte) error {
 	switch {
@@ -51,7 +44,7 @@ func (b *Broker) PutDefinition(ctx context.Context, namespace, key string, value
 	if b.store == nil {
 		return nil
 	}
-	op := store.Op{Kind: store.Put, Bucket: bucketDefs, Key: defKey(namespace, key), Value: append([]byte(nil), value...)}
+	op := store.Op{Kind: store.Put, Bucket: records.Definitions, Key: records.DefinitionKey(namespace, key), Value: append([]byte(nil), value...)}
 	if err := b.store.Update(ctx, []store.Op{op}); err != nil {
 		return fmt.Errorf("store definition %s/%q: %w", namespace, key, err)
 	}
@@ -67,7 +60,7 @@ func (b *Broker) DeleteDefinition(ctx context.Context, namespace, key string) er
 	if b.store == nil {
 		return nil
 	}
-	op := store.Op{Kind: store.Delete, Bucket: bucketDefs, Key: defKey(namespace, key)}
+	op := store.Op{Kind: store.Delete, Bucket: records.Definitions, Key: records.DefinitionKey(namespace, key)}
 	if err := b.store.Update(ctx, []store.Op{op}); err != nil {
 		return fmt.Errorf("delete definition %s/%q: %w", namespace, key, err)
 	}
@@ -81,9 +74,9 @@ func (b *Broker) Definitions(namespace string, fn func(key string, value []byte)
 	if b.store == nil {
 		return nil
 	}
-	prefix := defKey(namespace, "")
+	prefix := records.DefinitionKey(namespace, "")
 	var stop error
-	err := b.store.Range(bucketDefs, prefix, 0, func(k, v []byte) error {
+	err := b.store.Range(records.Definitions, prefix, 0, func(k, v []byte) error {
 		if !bytes.HasPrefix(k, prefix) {
 			return errStopDefs
 		}

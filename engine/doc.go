@@ -34,4 +34,18 @@
 // messages. The broker-wide memory budget and disk watermark (flow.go) hold
 // producers when either is reached; each protocol applies its own flow
 // control.
+//
+// # Store failures
+//
+// A store write that fails applied nothing (store.Store), and the engine
+// undoes what it did in memory: a send is refused and its message
+// forgotten, an acknowledgement gives its deliveries back, a transaction
+// rolls back. The one exception is a write whose outcome the store cannot
+// know (an error wrapping store.ErrIndeterminate: a replicated store's
+// leader deposed mid-write). Then the Broker fences itself (fence.go):
+// nothing is undone, every later write is refused (ErrFenced), the
+// operation's caller is told the outcome is unknown, and Fenced is closed
+// so that the Broker's owner closes it and opens a new one on the store,
+// which recovers whatever was applied. Recovery reads the store through
+// package records, the layout of the engine's records.
 package engine

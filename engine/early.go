@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
 
@@ -180,14 +181,14 @@ func (b *Broker) markEarly(r *ref, n int32) bool {
 // another goroutine.
 func (b *Broker) earlyOps(r *ref, count int32) func() []store.Op {
 	refOp := refRecordOp(r.q.bucket, r, count)
-	m, key, log := r.msg, seqKey(r.rec.key), b.log
+	m, key, log := r.msg, records.SeqKey(r.rec.key), b.log
 	return func() []store.Op {
 		data, err := m.MarshalBinary()
 		if err != nil {
 			log.Error("encode message", slog.String("message_id", m.ID), slog.Any("err", err))
 			return []store.Op{refOp}
 		}
-		return []store.Op{{Kind: store.Put, Bucket: bucketMsgs, Key: key, Value: data}, refOp}
+		return []store.Op{{Kind: store.Put, Bucket: records.Messages, Key: key, Value: data}, refOp}
 	}
 }
 

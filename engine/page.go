@@ -46,6 +46,7 @@ import (
 	"sync"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
 
@@ -343,18 +344,18 @@ func (q *queue) clearLowLocked() {
 // priority (up to job.want of them for a load). end is the sequence number
 // after the last record looked at, or 0 when the bucket's end was reached.
 // It runs with pages.io held and queue.mu not.
-func (q *queue) readPaged(job pageJob) (recs []refRecord, msgs []*message.Message, end uint64, err error) {
+func (q *queue) readPaged(job pageJob) (recs []records.Ref, msgs []*message.Message, end uint64, err error) {
 	var last uint64
 	n := 0
 	full := false
-	err = q.b.store.Range(q.bucket, seqKey(job.from), pageScanRecords, func(k, v []byte) error {
-		rr, err := parseRefRecord(q.bucket, k, v)
+	err = q.b.store.Range(q.bucket, records.SeqKey(job.from), pageScanRecords, func(k, v []byte) error {
+		rr, err := records.ParseRef(q.bucket, k, v)
 		if err != nil {
 			return err
 		}
 		n++
-		last = rr.seq
-		if rr.legacy || rr.indexed || int(rr.prio) != job.lane {
+		last = rr.Seq
+		if rr.Legacy || rr.Indexed || int(rr.Prio) != job.lane {
 			return nil
 		}
 		recs = append(recs, rr)
@@ -378,7 +379,7 @@ func (q *queue) readPaged(job pageJob) (recs []refRecord, msgs []*message.Messag
 	// under queue.mu.
 	kept := 0
 	for i, rr := range recs {
-		if m := msgs[i]; m != nil && job.search.matches(m, rr.count) {
+		if m := msgs[i]; m != nil && job.search.matches(m, rr.Count) {
 			recs[kept], msgs[kept] = rr, m
 			kept++
 		}
@@ -390,19 +391,19 @@ func (q *queue) readPaged(job pageJob) (recs []refRecord, msgs []*message.Messag
 var errRangeDone = errors.New("engine: range walk done")
 
 // readMessages reads the messages of ref records; a missing one is nil.
-func (b *Broker) readMessages(recs []refRecord) ([]*message.Message, error) {
+func (b *Broker) readMessages(recs []records.Ref) ([]*message.Message, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
 	keys := make([][]byte, len(recs))
 	for i, rr := range recs {
-		keys[i] = seqKey(rr.seq)
+		keys[i] = records.SeqKey(rr.Seq)
 	}
 	msgs := make([]*message.Message, len(recs))
-	err := b.store.Get(bucketMsgs, keys, func(i int, v []byte) error {
+	err := b.store.Get(records.Messages, keys, func(i int, v []byte) error {
 		m := new(message.Message)
 		if err := m.UnmarshalBinary(v); err != nil {
-			return fmt.Errorf("message %d: %w", recs[i].seq, err)
+			return fmt.Errorf("message %d: %w", recs[i].Seq, err)
 		}
 		msgs[i] = m
 		return nil
@@ -415,7 +416,7 @@ func (b *Broker) readMessages(recs []refRecord) ([]*message.Message, error) {
 
 // commitJobLocked puts what a job read into the queue; under q.mu. It
 // returns the refs found expired.
-func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.Message, end uint64) (expired []*ref) {
+func (q *queue) commitJobLocked(job pageJob, recs []records.Ref, msgs []*message.Message, end uint64) (expired []*ref) {
 	defer q.clearLowLocked()
 	if q.deleted || job.epoch != q.pg.epoch {
 		return nil
@@ -425,17 +426,17 @@ func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.M
 		return nil
 	}
 	var now int64
-	take := func(rr refRecord, m *message.Message) {
+	take := func(rr records.Ref, m *message.Message) {
 		if m == nil {
-			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
+			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.Seq), slog.String("destination", q.dest.String()))
 			q.forgetPagedLocked(l, rr)
 			q.count--
-			q.bytes -= int64(rr.size)
+			q.bytes -= int64(rr.Size)
 			return
 		}
 		q.forgetPagedLocked(l, rr)
-		r := &ref{msg: m, rec: newPagedRec(rr), seq: rr.seq, q: q, count: rr.count, marked: rr.count,
-			size: rr.size, deliverAt: rr.at, gen: q.gen}
+		r := &ref{msg: m, rec: newPagedRec(rr), seq: rr.Seq, q: q, count: rr.Count, marked: rr.Count,
+			size: rr.Size, deliverAt: rr.At, gen: q.gen}
 		if m.Expiration != 0 {
 			if now == 0 {
 				now = q.b.nowMillis()
@@ -456,12 +457,12 @@ func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.M
 			seen = l.tail + 1
 		}
 		for i, rr := range recs {
-			if !l.isPaged(rr.seq) {
+			if !l.isPaged(rr.Seq) {
 				continue
 			}
 			if wanted == 0 {
 				// More matches than credit: the next search starts here.
-				seen = rr.seq
+				seen = rr.Seq
 				break
 			}
 			take(rr, msgs[i])
@@ -480,7 +481,7 @@ func (q *queue) commitJobLocked(job pageJob, recs []refRecord, msgs []*message.M
 		newFrom = l.low
 	}
 	for i, rr := range recs {
-		if rr.seq >= newFrom || !l.isPaged(rr.seq) {
+		if rr.Seq >= newFrom || !l.isPaged(rr.Seq) {
 			continue
 		}
 		take(rr, msgs[i])
@@ -520,16 +521,16 @@ func (l *pageLane) isPaged(seq uint64) bool {
 
 // forgetPagedLocked takes one record off the lane's paged count: it is
 // back in memory, or gone; under q.mu.
-func (q *queue) forgetPagedLocked(l *pageLane, rr refRecord) {
+func (q *queue) forgetPagedLocked(l *pageLane, rr records.Ref) {
 	l.n--
-	l.bytes -= int64(rr.size)
+	l.bytes -= int64(rr.Size)
 	q.pg.n--
-	q.pg.bytes -= int64(rr.size)
-	if rr.seq >= l.from {
+	q.pg.bytes -= int64(rr.Size)
+	if rr.Seq >= l.from {
 		if l.skip == nil {
 			l.skip = map[uint64]struct{}{}
 		}
-		l.skip[rr.seq] = struct{}{}
+		l.skip[rr.Seq] = struct{}{}
 	}
 	if l.n == 0 {
 		l.skip = nil
@@ -539,10 +540,10 @@ func (q *queue) forgetPagedLocked(l *pageLane, rr refRecord) {
 // newPagedRec is the store identity of a message read back from the store
 // (paged, or scheduled and paged out): a shared one is uncounted, its
 // other holders being unknown here.
-func newPagedRec(rr refRecord) *stored {
-	rec := &stored{key: rr.seq, shared: rr.shared, transient: rr.transient}
+func newPagedRec(rr records.Ref) *stored {
+	rec := &stored{key: rr.Seq, shared: rr.Shared, transient: rr.Transient}
 	rec.refs.Store(1)
-	if rr.shared {
+	if rr.Shared {
 		rec.uncounted.Store(true)
 	}
 	return rec
@@ -566,8 +567,8 @@ func (q *queue) pagedInfoLocked(into *DestinationInfo) {
 
 // transientRef is a paged message read back for browsing or an administrator:
 // a ref that is not in the queue (state refPaged).
-func (q *queue) transientRef(rr refRecord, m *message.Message) *ref {
-	return &ref{msg: m, seq: rr.seq, q: q, count: rr.count, marked: rr.count, size: rr.size, deliverAt: rr.at, state: refPaged}
+func (q *queue) transientRef(rr records.Ref, m *message.Message) *ref {
+	return &ref{msg: m, seq: rr.Seq, q: q, count: rr.Count, marked: rr.Count, size: rr.Size, deliverAt: rr.At, state: refPaged}
 }
 
 // eachPaged calls fn, lane by lane from the highest priority and in
@@ -575,7 +576,7 @@ func (q *queue) transientRef(rr refRecord, m *message.Message) *ref {
 // not put in the queue) in chunks; fn returning false stops. It holds
 // pages.io, so the worker does not move the records meanwhile; fn runs
 // without queue.mu. lane is the priority of the chunk.
-func (q *queue) eachPaged(fn func(lane int, recs []refRecord, msgs []*message.Message) (bool, error)) error {
+func (q *queue) eachPaged(fn func(lane int, recs []records.Ref, msgs []*message.Message) (bool, error)) error {
 	if q.bucket == "" || q.b.store == nil {
 		return nil
 	}
@@ -594,17 +595,17 @@ func (q *queue) eachPaged(fn func(lane int, recs []refRecord, msgs []*message.Me
 		}
 		from := l.from
 		for from <= l.tail {
-			var recs []refRecord
+			var recs []records.Ref
 			var last uint64
 			n := 0
-			err := q.b.store.Range(q.bucket, seqKey(from), pageScanRecords, func(k, v []byte) error {
+			err := q.b.store.Range(q.bucket, records.SeqKey(from), pageScanRecords, func(k, v []byte) error {
 				n++
-				rr, err := parseRefRecord(q.bucket, k, v)
+				rr, err := records.ParseRef(q.bucket, k, v)
 				if err != nil {
 					return err
 				}
-				last = rr.seq
-				if _, in := skip[rr.seq]; !in && !rr.legacy && !rr.indexed && int(rr.prio) == p && rr.seq <= l.tail {
+				last = rr.Seq
+				if _, in := skip[rr.Seq]; !in && !rr.Legacy && !rr.Indexed && int(rr.Prio) == p && rr.Seq <= l.tail {
 					recs = append(recs, rr)
 				}
 				return nil
@@ -634,7 +635,7 @@ func (q *queue) eachPaged(fn func(lane int, recs []refRecord, msgs []*message.Me
 // pagedWaiting returns q's paged messages that match, as transient refs,
 // by lane, for waiting.
 func (q *queue) pagedWaiting(match func(*ref) bool) (byLane [10][]*ref, err error) {
-	err = q.eachPaged(func(p int, recs []refRecord, msgs []*message.Message) (bool, error) {
+	err = q.eachPaged(func(p int, recs []records.Ref, msgs []*message.Message) (bool, error) {
 		for i, rr := range recs {
 			if msgs[i] == nil {
 				continue
@@ -656,9 +657,9 @@ func (q *queue) pagedWaiting(match func(*ref) bool) (byLane [10][]*ref, err erro
 // removed. Removed refs are counted out of q's count and size.
 func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (int, error) {
 	removed := 0
-	err := q.eachPaged(func(p int, recs []refRecord, msgs []*message.Message) (bool, error) {
+	err := q.eachPaged(func(p int, recs []records.Ref, msgs []*message.Message) (bool, error) {
 		var refs []*ref
-		var rrs []refRecord
+		var rrs []records.Ref
 		q.mu.Lock()
 		for i, rr := range recs {
 			if msgs[i] == nil {
@@ -668,7 +669,7 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 			if match != nil && !match(r) {
 				continue
 			}
-			if !q.pg.lanes[p].isPaged(rr.seq) {
+			if !q.pg.lanes[p].isPaged(rr.Seq) {
 				continue
 			}
 			r.rec = newPagedRec(rr)
@@ -693,13 +694,13 @@ func (q *queue) takePaged(match func(*ref) bool, fn func(refs []*ref) error) (in
 			q.mu.Lock()
 			l := &q.pg.lanes[p]
 			for i, rr := range rrs[:n] {
-				if !l.isPaged(rr.seq) {
+				if !l.isPaged(rr.Seq) {
 					continue
 				}
 				q.forgetPagedLocked(l, rr)
 				refs[i].state = refGone
 				q.count--
-				q.bytes -= int64(rr.size)
+				q.bytes -= int64(rr.Size)
 			}
 			q.quota.freed()
 			q.mu.Unlock()
@@ -769,23 +770,23 @@ func (b *Broker) deletePagedMessages(ctx context.Context, bucket string, d dropp
 		}
 		ops = ops[:0]
 	}
-	err := walkRefRecords(b.store, bucket, 0, func(rr refRecord) error {
-		if rr.legacy {
+	err := walkRefRecords(b.store, bucket, 0, func(rr records.Ref) error {
+		if rr.Legacy {
 			return nil
 		}
-		if rr.indexed {
+		if rr.Indexed {
 			if !d.sched.pagedLocked(rr) {
 				return nil // loaded back: in memory, dropped with the queue's refs
 			}
-		} else if !d.lanes[rr.prio].isPaged(rr.seq) {
+		} else if !d.lanes[rr.Prio].isPaged(rr.Seq) {
 			return nil
 		}
-		if rr.shared {
+		if rr.Shared {
 			// Other subscriptions may hold it: the collector decides.
-			ops = append(ops, collectOp(rr.seq, bucket))
+			ops = append(ops, collectOp(rr.Seq, bucket))
 			return nil
 		}
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(rr.Seq)})
 		return nil
 	}, flush)
 	if err != nil {
@@ -873,7 +874,7 @@ func (q *queue) expirePaged(now int64) {
 	q.pg.minExp = 0 // page-outs from now on count again
 	q.mu.Unlock()
 
-	var expired []refRecord
+	var expired []records.Ref
 	next := int64(0)
 	from := uint64(0)
 	for p := range lanes {
@@ -881,18 +882,18 @@ func (q *queue) expirePaged(now int64) {
 			from = lanes[p].from
 		}
 	}
-	err := walkRefRecords(q.b.store, q.bucket, from, func(rr refRecord) error {
-		l := &lanes[rr.prio]
-		if rr.legacy || rr.indexed || rr.expiration == 0 || l.n == 0 || rr.seq < l.from || rr.seq > l.tail {
+	err := walkRefRecords(q.b.store, q.bucket, from, func(rr records.Ref) error {
+		l := &lanes[rr.Prio]
+		if rr.Legacy || rr.Indexed || rr.Expiration == 0 || l.n == 0 || rr.Seq < l.from || rr.Seq > l.tail {
 			return nil
 		}
-		if _, in := skips[rr.prio][rr.seq]; in {
+		if _, in := skips[rr.Prio][rr.Seq]; in {
 			return nil
 		}
-		if rr.expiration <= now {
+		if rr.Expiration <= now {
 			expired = append(expired, rr)
-		} else if next == 0 || rr.expiration < next {
-			next = rr.expiration
+		} else if next == 0 || rr.Expiration < next {
+			next = rr.Expiration
 		}
 		return nil
 	}, nil)
@@ -919,16 +920,16 @@ func (q *queue) expirePaged(now int64) {
 		return
 	}
 	for i, rr := range expired {
-		l := &q.pg.lanes[rr.prio]
-		if !l.isPaged(rr.seq) {
+		l := &q.pg.lanes[rr.Prio]
+		if !l.isPaged(rr.Seq) {
 			continue
 		}
 		rec := newPagedRec(rr)
 		q.forgetPagedLocked(l, rr)
 		if msgs[i] == nil {
-			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
+			q.b.log.Error("a paged message is missing from the store", slog.Uint64("seq", rr.Seq), slog.String("destination", q.dest.String()))
 			q.count--
-			q.bytes -= int64(rr.size)
+			q.bytes -= int64(rr.Size)
 			continue
 		}
 		r := q.transientRef(rr, msgs[i])
@@ -1020,17 +1021,17 @@ func (s *browseSource) next(n int) []message.Delivery {
 // read reads the current lane's next paged records and their messages.
 func (s *browseSource) read() {
 	q, l := s.q, &s.lanes[s.lane]
-	var recs []refRecord
+	var recs []records.Ref
 	var last uint64
 	n := 0
-	err := q.b.store.Range(q.bucket, seqKey(s.cursor), pageScanRecords, func(k, v []byte) error {
-		rr, err := parseRefRecord(q.bucket, k, v)
+	err := q.b.store.Range(q.bucket, records.SeqKey(s.cursor), pageScanRecords, func(k, v []byte) error {
+		rr, err := records.ParseRef(q.bucket, k, v)
 		if err != nil {
 			return err
 		}
 		n++
-		last = rr.seq
-		if _, in := l.skip[rr.seq]; !in && !rr.legacy && !rr.indexed && int(rr.prio) == s.lane && rr.seq <= l.tail {
+		last = rr.Seq
+		if _, in := l.skip[rr.Seq]; !in && !rr.Legacy && !rr.Indexed && int(rr.Prio) == s.lane && rr.Seq <= l.tail {
 			recs = append(recs, rr)
 		}
 		return nil
@@ -1128,17 +1129,17 @@ func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) 
 // An error from fn, or a record that cannot be parsed, stops the walk.
 // fn runs within the store's read: it must not write to the store;
 // between, if set, runs after each chunk, outside it, and may.
-func walkRefRecords(st store.Store, bucket string, from uint64, fn func(rr refRecord) error, between func()) error {
+func walkRefRecords(st store.Store, bucket string, from uint64, fn func(rr records.Ref) error, between func()) error {
 	for {
 		var last uint64
 		n := 0
-		err := st.Range(bucket, seqKey(from), pageScanRecords, func(k, v []byte) error {
-			rr, err := parseRefRecord(bucket, k, v)
+		err := st.Range(bucket, records.SeqKey(from), pageScanRecords, func(k, v []byte) error {
+			rr, err := records.ParseRef(bucket, k, v)
 			if err != nil {
 				return err
 			}
 			n++
-			last = rr.seq
+			last = rr.Seq
 			return fn(rr)
 		})
 		if err != nil {

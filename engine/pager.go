@@ -5,9 +5,9 @@ package engine
 // back shortly before it is due.
 //
 // Each queue or durable subscription with a store bucket has a time index
-// beside it (bucket schedBucket(bucket)): one key per paged-out scheduled
+// beside it (bucket records.SchedBucket(bucket)): one key per paged-out scheduled
 // message, its due time then its sequence number, whose value is a copy of
-// its ref record. The ref record itself carries the flag refIndexed. Index
+// its ref record. The ref record itself carries the flag records.FlagIndexed. Index
 // entry and flag are written together and removed together, so a flagged
 // ref record is one the index holds and no reader of the queue's records
 // takes it for a paged ready message. What stays in memory does not grow
@@ -30,13 +30,13 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
 
@@ -48,20 +48,6 @@ const (
 
 // pageInBatch bounds the messages of one index write or read.
 const pageInBatch = 4096
-
-// prefixSched names the time index bucket of a queue's bucket.
-const prefixSched = "t:"
-
-func schedBucket(bucket string) string { return prefixSched + bucket }
-
-// schedKey is a time index key: due time (ms), then sequence number, both
-// big-endian, so that the index is walked in due order.
-func schedKey(at int64, seq uint64) []byte {
-	var k [16]byte
-	binary.BigEndian.PutUint64(k[:8], uint64(max(at, 0)))
-	binary.BigEndian.PutUint64(k[8:], seq)
-	return k[:]
-}
 
 // schedPages is what a queue knows of its paged-out scheduled messages;
 // guarded by queue.mu.
@@ -79,8 +65,8 @@ type schedPages struct {
 // pagedLocked reports whether the flagged ref record rr is still paged
 // out, not loaded back with its unflagging write under way; under q.mu,
 // or on a snapshot of schedPages.
-func (sp *schedPages) pagedLocked(rr refRecord) bool {
-	return sp.cursor == nil || bytes.Compare(schedKey(rr.at, rr.seq), sp.cursor) >= 0
+func (sp *schedPages) pagedLocked(rr records.Ref) bool {
+	return sp.cursor == nil || bytes.Compare(records.SchedKey(rr.At, rr.Seq), sp.cursor) >= 0
 }
 
 // pager writes and reads the time indexes (see above).
@@ -244,7 +230,7 @@ func (q *queue) indexScheduled(ctx context.Context, refs []*ref) {
 		if _, ok := q.undeliverable[r]; ok {
 			continue // waits for a move to the error destination: kept in memory
 		}
-		if c := q.pg.sched.cursor; c != nil && bytes.Compare(schedKey(r.deliverAt, r.seq), c) < 0 {
+		if c := q.pg.sched.cursor; c != nil && bytes.Compare(records.SchedKey(r.deliverAt, r.seq), c) < 0 {
 			continue // before what was loaded back (the clock went back): kept in memory
 		}
 		r.state = refIndexing
@@ -254,11 +240,11 @@ func (q *queue) indexScheduled(ctx context.Context, refs []*ref) {
 	if len(kept) == 0 {
 		return
 	}
-	sb := schedBucket(q.bucket)
+	sb := records.SchedBucket(q.bucket)
 	for _, r := range kept {
-		v := refValueFlags(r, r.marked, refIndexed)
-		ops = append(ops, store.Op{Kind: store.Put, Bucket: sb, Key: schedKey(r.deliverAt, r.seq), Value: v},
-			store.Op{Kind: store.Put, Bucket: q.bucket, Key: seqKey(r.seq), Value: v})
+		v := refValueFlags(r, r.marked, records.FlagIndexed)
+		ops = append(ops, store.Op{Kind: store.Put, Bucket: sb, Key: records.SchedKey(r.deliverAt, r.seq), Value: v},
+			store.Op{Kind: store.Put, Bucket: q.bucket, Key: records.SeqKey(r.seq), Value: v})
 	}
 	err := b.updateLinger(ctx, ops, markLinger)
 	gone := make(map[*ref]struct{}, len(kept))
@@ -314,15 +300,15 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 	gen := q.gen
 	from := q.pg.sched.cursor
 	q.mu.Unlock()
-	sb := schedBucket(q.bucket)
-	var recs []refRecord
+	sb := records.SchedBucket(q.bucket)
+	var recs []records.Ref
 	err := b.store.Range(sb, from, limit+1, func(k, v []byte) error {
-		rr, err := parseSchedEntry(sb, k, v)
+		rr, err := records.ParseSchedEntry(sb, k, v)
 		if err != nil {
 			return err
 		}
-		if rr.at > until || len(recs) == limit {
-			next = max(rr.at, 1)
+		if rr.At > until || len(recs) == limit {
+			next = max(rr.At, 1)
 			return errRangeDone
 		}
 		recs = append(recs, rr)
@@ -345,15 +331,15 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 	refs := make([]*ref, 0, len(recs))
 	q.mu.Lock()
 	for i, rr := range recs {
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: sb, Key: schedKey(rr.at, rr.seq)})
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: sb, Key: records.SchedKey(rr.At, rr.Seq)})
 		if msgs[i] == nil {
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: q.bucket, Key: seqKey(rr.seq)})
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: q.bucket, Key: records.SeqKey(rr.Seq)})
 			refs = append(refs, nil)
 			continue
 		}
-		r := &ref{msg: msgs[i], rec: newPagedRec(rr), seq: rr.seq, q: q, count: rr.count, marked: rr.count,
-			deliverAt: rr.at, size: rr.size, gen: gen, state: refScheduled}
-		ops = append(ops, refRecordOp(q.bucket, r, rr.count))
+		r := &ref{msg: msgs[i], rec: newPagedRec(rr), seq: rr.Seq, q: q, count: rr.Count, marked: rr.Count,
+			deliverAt: rr.At, size: rr.Size, gen: gen, state: refScheduled}
+		ops = append(ops, refRecordOp(q.bucket, r, rr.Count))
 		refs = append(refs, r)
 	}
 	q.mu.Unlock()
@@ -378,7 +364,7 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 	q.mu.Lock()
 	if len(recs) > 0 {
 		last := recs[len(recs)-1]
-		q.pg.sched.cursor = schedKey(last.at, last.seq+1)
+		q.pg.sched.cursor = records.SchedKey(last.At, last.Seq+1)
 	}
 	if q.deleted || q.gen != gen {
 		q.mu.Unlock()
@@ -389,11 +375,11 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 		rr := recs[i]
 		sp := &q.pg.sched
 		sp.n--
-		sp.bytes -= int64(rr.size)
+		sp.bytes -= int64(rr.Size)
 		if r == nil {
-			b.log.Error("a paged scheduled message is missing from the store", slog.Uint64("seq", rr.seq), slog.String("destination", q.dest.String()))
+			b.log.Error("a paged scheduled message is missing from the store", slog.Uint64("seq", rr.Seq), slog.String("destination", q.dest.String()))
 			q.count--
-			q.bytes -= int64(rr.size)
+			q.bytes -= int64(rr.Size)
 			q.scheduled--
 			missing++
 			continue
@@ -415,19 +401,6 @@ func (q *queue) loadScheduled(ctx context.Context, until int64, limit int) (next
 	return next
 }
 
-// parseSchedEntry decodes a time index entry into the ref record it copies.
-func parseSchedEntry(bucket string, k, v []byte) (refRecord, error) {
-	if len(k) != 16 {
-		return refRecord{}, errors.New("bad time index key in " + bucket)
-	}
-	rr, err := parseRefRecord(bucket, k[8:], v)
-	if err != nil {
-		return refRecord{}, err
-	}
-	rr.at = int64(binary.BigEndian.Uint64(k[:8]))
-	return rr, nil
-}
-
 // eachIndexed calls fn with q's paged-out scheduled messages, in due order
 // and in chunks, read back as transient refs (flagged indexed, so that
 // storeOpsForRemove deletes their index entries too); fn returning false
@@ -446,11 +419,11 @@ func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
 	if n == 0 {
 		return nil
 	}
-	sb := schedBucket(q.bucket)
+	sb := records.SchedBucket(q.bucket)
 	for {
-		var recs []refRecord
+		var recs []records.Ref
 		err := q.b.store.Range(sb, from, pageScanRecords, func(k, v []byte) error {
-			rr, err := parseSchedEntry(sb, k, v)
+			rr, err := records.ParseSchedEntry(sb, k, v)
 			if err != nil {
 				return err
 			}
@@ -484,7 +457,7 @@ func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
 			return nil
 		}
 		last := recs[len(recs)-1]
-		from = schedKey(last.at, last.seq+1)
+		from = records.SchedKey(last.At, last.Seq+1)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 	"github.com/sluicemq/sluice/engine/store/journal"
 )
@@ -185,7 +186,7 @@ func TestPagedScheduledMessagesLeaveMemory(t *testing.T) {
 	if count != n || scheduled != n {
 		t.Fatalf("queue count %d, scheduled %d; want %d, %d", count, scheduled, n, n)
 	}
-	if got := storeKeys(t, b, schedBucket(qq.bucket)); got != n {
+	if got := storeKeys(t, b, records.SchedBucket(qq.bucket)); got != n {
 		t.Fatalf("time index has %d entries, want %d", got, n)
 	}
 	for _, d := range b.Destinations() {
@@ -232,14 +233,14 @@ func TestPagedScheduledAdminOperations(t *testing.T) {
 		t.Fatalf("move i >= 90: %d, %v; want 10", moved, err)
 	}
 	qq := b.dests[q].q
-	if got := storeKeys(t, b, schedBucket(qq.bucket)); got != n-20 {
+	if got := storeKeys(t, b, records.SchedBucket(qq.bucket)); got != n-20 {
 		t.Fatalf("time index has %d entries after delete and move, want %d", got, n-20)
 	}
 	purged, err := b.Purge(ctx, q)
 	if err != nil || purged != n-20 {
 		t.Fatalf("purge: %d, %v; want %d", purged, err, n-20)
 	}
-	if got := storeKeys(t, b, schedBucket(qq.bucket)); got != 0 {
+	if got := storeKeys(t, b, records.SchedBucket(qq.bucket)); got != 0 {
 		t.Fatalf("time index has %d entries after the purge", got)
 	}
 	if got := storeKeys(t, b, qq.bucket); got != 0 {
@@ -254,7 +255,7 @@ func TestPagedScheduledAdminOperations(t *testing.T) {
 		}
 	}
 	// Only the moved messages remain in the store.
-	if got := storeKeys(t, b, bucketMsgs); got != 10 {
+	if got := storeKeys(t, b, records.Messages); got != 10 {
 		t.Fatalf("%d message records left, want the 10 moved", got)
 	}
 }
@@ -271,7 +272,7 @@ func TestPagedScheduledDeletedWithDestination(t *testing.T) {
 	if err := b.DeleteDestination(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	if got := storeKeys(t, b, bucketMsgs) + storeKeys(t, b, schedBucket(bucket)) + storeKeys(t, b, bucket); got != 0 {
+	if got := storeKeys(t, b, records.Messages) + storeKeys(t, b, records.SchedBucket(bucket)) + storeKeys(t, b, bucket); got != 0 {
 		t.Fatalf("%d records left after the deletion", got)
 	}
 	closeBroker()
@@ -327,13 +328,13 @@ func TestPagedScheduledSharedByDurableSubscriptions(t *testing.T) {
 			}
 		}
 		_ = conn.Close()
-		if name == "a" && storeKeys(t, b, bucketMsgs) != 5 {
+		if name == "a" && storeKeys(t, b, records.Messages) != 5 {
 			t.Fatalf("message records went while subscription b still holds them")
 		}
 	}
-	for i := 0; storeKeys(t, b, bucketMsgs) != 0; i++ {
+	for i := 0; storeKeys(t, b, records.Messages) != 0; i++ {
 		if i == 1000 {
-			t.Fatalf("%d message records left after both subscriptions acknowledged", storeKeys(t, b, bucketMsgs))
+			t.Fatalf("%d message records left after both subscriptions acknowledged", storeKeys(t, b, records.Messages))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,164 +9,42 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 )
 
-// Store layout. Every persistent message is one record in bucketMsgs keyed
-// by its 8-byte big-endian sequence number; each queue or durable
-// subscription holding it has a ref record under the same key in its own
-// bucket, so walking a bucket in key order rebuilds the queue in arrival
-// order. A ref record (refRecordSize bytes) is what the queue needs to know
-// of a message without reading it, so that a message kept only in the
-// store (paging, see page.go) costs no memory:
-//
-//	0:4    delivery attempts recorded so far
-//	4:12   the time (ms) before which it is invisible; 0 = none
-//	12     priority
-//	13     flags: refShared when other queues' refs hold the same message;
-//	       refTransient when the message is non-persistent, written only
-//	       to wait in the store behind a backlog (recovery discards it);
-//	       refIndexed when the message is scheduled and paged out: the
-//	       queue's time index has an entry for it (pager.go)
-//	14:18  the message's size (message.Message.Size), for quotas
-//	18:26  its expiration (ms); 0 = never
-//
-// Stores written before paging have 12-byte ref records (count and time
-// only); recovery reads their messages to learn the rest.
-const (
-	bucketMsgs  = "msgs"
-	bucketDests = "dests"
-	bucketSubs  = "subs"
-	prefixQueue = "q:"
-	prefixSub   = "s:"
-)
+// The store's record layout (buckets, keys, the encoding of each record)
+// is package records'; recovery reads it through records.Load.
 
 // sweepMax bounds the ref records for which recovery also sweeps the
 // message records for ones nothing refers to.
 const sweepMax = 100000
-
-// Ref record sizes and flags.
-const (
-	refRecordSize       = 26
-	legacyRefRecordSize = 12
-	refShared           = 1 << 0
-	refTransient        = 1 << 1
-	refIndexed          = 1 << 2
-)
-
-func queueBucket(name string) string { return prefixQueue + name }
-func subBucket(key string) string    { return prefixSub + key }
-
-func seqKey(seq uint64) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], seq)
-	return k[:]
-}
 
 // refValue encodes r's ref record with count delivery attempts.
 func refValue(r *ref, count int32) []byte { return refValueFlags(r, count, 0) }
 
 // refValueFlags is refValue with more flags set.
 func refValueFlags(r *ref, count int32, flags byte) []byte {
-	var v [refRecordSize]byte
-	v[13] = flags
-	binary.BigEndian.PutUint32(v[:4], uint32(count))
-	binary.BigEndian.PutUint64(v[4:12], uint64(r.deliverAt))
-	v[12] = r.msg.Priority
-	if r.rec != nil && r.rec.shared {
-		v[13] |= refShared
+	rr := records.Ref{Count: count, At: r.deliverAt, Prio: r.msg.Priority, Size: r.size, Expiration: r.msg.Expiration,
+		Shared: flags&records.FlagShared != 0, Transient: flags&records.FlagTransient != 0, Indexed: flags&records.FlagIndexed != 0}
+	if r.rec != nil {
+		rr.Shared = rr.Shared || r.rec.shared
+		rr.Transient = rr.Transient || r.rec.transient
 	}
-	if r.rec != nil && r.rec.transient {
-		v[13] |= refTransient
-	}
-	binary.BigEndian.PutUint32(v[14:18], uint32(r.size))
-	binary.BigEndian.PutUint64(v[18:26], uint64(r.msg.Expiration))
-	return v[:]
-}
-
-// refRecord is a decoded ref record.
-type refRecord struct {
-	seq        uint64
-	count      int32
-	at         int64
-	prio       uint8
-	shared     bool
-	transient  bool
-	indexed    bool // paged out scheduled: in the queue's time index
-	size       int32
-	expiration int64
-	legacy     bool // 12 bytes: prio, shared, size and expiration unknown
-}
-
-// parseRefRecord decodes a ref record of bucket.
-func parseRefRecord(bucket string, k, v []byte) (refRecord, error) {
-	if len(k) != 8 || (len(v) != refRecordSize && len(v) != legacyRefRecordSize) {
-		return refRecord{}, fmt.Errorf("bad ref record in %s (key %d bytes, value %d bytes)", bucket, len(k), len(v))
-	}
-	rr := refRecord{seq: binary.BigEndian.Uint64(k), count: int32(binary.BigEndian.Uint32(v[:4])),
-		at: int64(binary.BigEndian.Uint64(v[4:12]))}
-	if len(v) == legacyRefRecordSize {
-		rr.legacy = true
-		return rr, nil
-	}
-	rr.prio = min(v[12], 9)
-	rr.shared = v[13]&refShared != 0
-	rr.transient = v[13]&refTransient != 0
-	rr.indexed = v[13]&refIndexed != 0
-	rr.size = int32(binary.BigEndian.Uint32(v[14:18]))
-	rr.expiration = int64(binary.BigEndian.Uint64(v[18:26]))
-	return rr, nil
-}
-
-// value encodes rr as a ref record.
-func (rr refRecord) value() []byte {
-	var v [refRecordSize]byte
-	binary.BigEndian.PutUint32(v[:4], uint32(rr.count))
-	binary.BigEndian.PutUint64(v[4:12], uint64(rr.at))
-	v[12] = rr.prio
-	if rr.shared {
-		v[13] |= refShared
-	}
-	if rr.transient {
-		v[13] |= refTransient
-	}
-	if rr.indexed {
-		v[13] |= refIndexed
-	}
-	binary.BigEndian.PutUint32(v[14:18], uint32(rr.size))
-	binary.BigEndian.PutUint64(v[18:26], uint64(rr.expiration))
-	return v[:]
+	return rr.Value()
 }
 
 func refRecordOp(bucket string, r *ref, count int32) store.Op {
-	return store.Op{Kind: store.Put, Bucket: bucket, Key: seqKey(r.seq), Value: refValue(r, count)}
-}
-
-func destKey(d message.Destination) []byte {
-	return append([]byte{byte(d.Kind)}, d.Name...)
+	return store.Op{Kind: store.Put, Bucket: bucket, Key: records.SeqKey(r.seq), Value: refValue(r, count)}
 }
 
 func destRecordOp(d *destination) store.Op {
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(d.created))
-	return store.Op{Kind: store.Put, Bucket: bucketDests, Key: destKey(d.dest), Value: v[:]}
-}
-
-// subRecord is the stored form of a durable subscription.
-type subRecord struct {
-	Topic    string `json:"topic"`
-	Name     string `json:"name"`
-	ClientID string `json:"clientId"`
-	Policy   uint8  `json:"policy"`
-	Selector string `json:"selector,omitempty"`
-	NoLocal  bool   `json:"noLocal,omitempty"`
-	Shared   bool   `json:"shared,omitempty"`
+	return records.Destination{Dest: d.dest, Created: d.created}.Op()
 }
 
 func subRecordOp(s *subscription) store.Op {
-	v, _ := json.Marshal(subRecord{Topic: s.topic.dest.Name, Name: s.name, ClientID: s.clientID,
-		Policy: uint8(s.policy), Selector: s.selSrc, NoLocal: s.noLocal, Shared: s.shared})
-	return store.Op{Kind: store.Put, Bucket: bucketSubs, Key: []byte(s.key), Value: v}
+	return records.Subscription{Key: s.key, Topic: s.topic.dest.Name, Name: s.name, ClientID: s.clientID,
+		Policy: uint8(s.policy), Selector: s.selSrc, NoLocal: s.noLocal, Shared: s.shared}.Op()
 }
 
 // storeOpsForAdd appends the writes that store newly routed refs.
@@ -185,7 +61,7 @@ func (b *Broker) storeOpsForAdd(refs []*ref, ops []store.Op) []store.Op {
 				b.log.Error("encode message", slog.String("message_id", r.msg.ID), slog.Any("err", err))
 				continue
 			}
-			ops = append(ops, store.Op{Kind: store.Put, Bucket: bucketMsgs, Key: seqKey(r.rec.key), Value: data})
+			ops = append(ops, store.Op{Kind: store.Put, Bucket: records.Messages, Key: records.SeqKey(r.rec.key), Value: data})
 		}
 		ops = append(ops, refRecordOp(r.q.bucket, r, 0))
 	}
@@ -205,9 +81,9 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 			r.rec = nil
 			continue
 		}
-		ops = append(ops, store.Op{Kind: store.Delete, Bucket: r.q.bucket, Key: seqKey(r.seq)})
+		ops = append(ops, store.Op{Kind: store.Delete, Bucket: r.q.bucket, Key: records.SeqKey(r.seq)})
 		if r.indexed {
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: schedBucket(r.q.bucket), Key: schedKey(r.deliverAt, r.seq)})
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.SchedBucket(r.q.bucket), Key: records.SchedKey(r.deliverAt, r.seq)})
 		}
 		switch {
 		case r.rec.uncounted.Load():
@@ -216,7 +92,7 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 			r.rec.refs.Add(-1)
 			ops = append(ops, collectOp(r.rec.key, r.q.bucket))
 		case r.rec.refs.Add(-1) == 0:
-			ops = append(ops, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(r.rec.key)})
+			ops = append(ops, store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(r.rec.key)})
 		}
 		r.rec = nil
 	}
@@ -300,59 +176,67 @@ func (w *asyncWriter) flush(ctx context.Context) {
 }
 
 // recover rebuilds destinations, durable subscriptions and messages from
-// the store. Refs recorded as delivered come back flagged redelivered with
-// their delivery count.
+// the store's image (records.Load). Refs recorded as delivered come back
+// flagged redelivered with their delivery count.
 func (b *Broker) recover(ctx context.Context) error {
-	st := b.store
-	err := st.ForEach(bucketDests, func(k, v []byte) error {
-		if len(k) < 2 || len(v) != 8 {
-			return fmt.Errorf("bad destination record %q", k)
-		}
-		dest := message.Destination{Kind: message.DestKind(k[0]), Name: string(k[1:])}
-		if dest.Kind != message.Queue && dest.Kind != message.Topic {
-			return fmt.Errorf("bad destination kind in record %q", k)
-		}
-		d := b.newDestination(dest, nil, int64(binary.BigEndian.Uint64(v)))
-		b.dests[dest] = d
-		return nil
-	})
+	img, err := records.Load(b.store)
 	if err != nil {
 		return err
 	}
-	older, stale, err := b.configure()
+	older, stale, err := b.recoverDestinations(img)
 	if err != nil {
 		return err
 	}
-	err = st.ForEach(bucketSubs, func(k, v []byte) error {
-		var rec subRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("subscription record %q: %w", k, err)
-		}
+	return b.recoverMessages(ctx, img, older, stale)
+}
+
+// recoverDestinations makes the destinations and durable subscriptions of
+// img, and then the configured destinations (configure). It returns the
+// destinations whose stored messages belong to an older incarnation, and
+// the store writes recovery is to make (configure's, and the removal of
+// the records of those incarnations' subscriptions).
+func (b *Broker) recoverDestinations(img *records.Image) (older map[message.Destination]bool, stale []store.Op, err error) {
+	for _, rd := range img.Destinations {
+		b.dests[rd.Dest] = b.newDestination(rd.Dest, nil, rd.Created)
+	}
+	older, stale, err = b.configure()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rec := range img.Subscriptions {
 		d := b.dests[message.Destination{Kind: message.Topic, Name: rec.Topic}]
 		if d == nil {
 			b.log.Warn("durable subscription of a topic that no longer exists dropped", slog.String("subscription", rec.Name))
-			return nil
+			continue
 		}
 		if older[d.dest] {
 			// A durable subscription of a deleted incarnation of the topic.
-			stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: append([]byte(nil), k...)})
-			return nil
+			stale = append(stale, store.Op{Kind: store.Delete, Bucket: records.Subscriptions, Key: []byte(rec.Key)})
+			continue
 		}
 		sel, err := compileSelector(rec.Selector)
 		if err != nil {
-			return fmt.Errorf("subscription %q: %w", rec.Name, err)
+			return nil, nil, fmt.Errorf("subscription %q: %w", rec.Name, err)
 		}
-		s := &subscription{key: string(k), name: rec.Name, clientID: rec.ClientID, policy: ClientIDPolicy(rec.Policy),
+		s := &subscription{key: rec.Key, name: rec.Name, clientID: rec.ClientID, policy: ClientIDPolicy(rec.Policy),
 			topic: d, sel: sel, selSrc: rec.Selector, noLocal: rec.NoLocal, durable: true, shared: rec.Shared}
 		s.target = targetOf(sel)
-		s.q = newQueue(b, d.dest, s, subBucket(s.key))
+		s.q = newQueue(b, d.dest, s, records.SubBucket(s.key))
 		b.subs[s.key] = s
 		d.t.add(s)
-		return nil
-	})
-	if err != nil {
-		return err
 	}
+	return older, stale, nil
+}
+
+// recoverMessages puts the messages of img on their queues and durable
+// subscriptions (older names the destinations whose records are of an
+// older incarnation), and makes stale and the store writes it finds
+// necessary: records of messages that do not outlive the broker, of
+// deleted queues and of older incarnations removed, records of an older
+// format rewritten, messages scheduled far ahead moved to their time
+// index.
+func (b *Broker) recoverMessages(ctx context.Context, img *records.Image, older map[message.Destination]bool, stale []store.Op) error {
+	st := b.store
 	// Pass 1: the ref records of every queue and durable subscription, in
 	// key (arrival) order. Only what the queue will keep in memory is
 	// noted for reading: its window of ready messages and its scheduled
@@ -368,14 +252,10 @@ func (b *Broker) recover(ctx context.Context) error {
 	for _, s := range b.subs {
 		queues[s.q.bucket] = s.q
 	}
-	var names []string
-	if err := st.Buckets(func(name string) error { names = append(names, name); return nil }); err != nil {
-		return err
-	}
 	type queueRecords struct {
 		q     *queue
 		name  string
-		load  []refRecord // read the message and put it in memory
+		load  []records.Ref // read the message and put it in memory
 		lanes [10]pageLane
 		// sched counts the scheduled messages paged out to the time index
 		// (flagged records), schedShared those other queues hold too, and
@@ -396,16 +276,13 @@ func (b *Broker) recover(ctx context.Context) error {
 	var gone []string
 	held := map[uint64]struct{}{} // every seq a ref record names, while few (sweepMax)
 	var index []store.Op          // records put into the time index (see below)
-	for _, name := range names {
-		if base, ok := strings.CutPrefix(name, prefixSched); ok {
-			if queues[base] == nil || (queues[base].sub == nil && older[queues[base].dest]) {
-				stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name}) // its queue is gone
-			}
-			continue
+	for _, name := range img.SchedBuckets {
+		base := strings.TrimPrefix(name, records.PrefixSched)
+		if queues[base] == nil || (queues[base].sub == nil && older[queues[base].dest]) {
+			stale = append(stale, store.Op{Kind: store.DeleteBucket, Bucket: name}) // its queue is gone
 		}
-		if !strings.HasPrefix(name, prefixQueue) && !strings.HasPrefix(name, prefixSub) {
-			continue
-		}
+	}
+	for _, name := range img.RefBuckets {
 		q := queues[name]
 		if q == nil || (q.sub == nil && older[q.dest]) {
 			gone = append(gone, name)
@@ -414,77 +291,73 @@ func (b *Broker) recover(ctx context.Context) error {
 		qr := &queueRecords{q: q, name: name}
 		winMsgs, winBytes := q.window()
 		inMem, inMemBytes := 0, int64(0)
-		err := st.ForEach(name, func(k, v []byte) error {
-			rr, err := parseRefRecord(name, k, v)
-			if err != nil {
-				return err
-			}
-			maxSeq = max(maxSeq, rr.seq)
+		err := img.Refs(name, func(rr records.Ref) error {
+			maxSeq = max(maxSeq, rr.Seq)
 			if held != nil {
 				if len(held) >= sweepMax {
 					held = nil // too many to sweep at start
 				} else {
-					held[rr.seq] = struct{}{}
+					held[rr.Seq] = struct{}{}
 				}
 			}
-			if rr.transient {
+			if rr.Transient {
 				// A non-persistent message that waited in the store: it
 				// does not outlive the broker.
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: name, Key: seqKey(rr.seq)},
-					store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: name, Key: records.SeqKey(rr.Seq)},
+					store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(rr.Seq)})
 				return nil
 			}
-			if rr.shared || rr.legacy {
-				rec := shared[rr.seq]
+			if rr.Shared || rr.Legacy {
+				rec := shared[rr.Seq]
 				if rec == nil {
-					rec = &stored{key: rr.seq}
-					shared[rr.seq] = rec
+					rec = &stored{key: rr.Seq}
+					shared[rr.Seq] = rec
 				}
 				rec.refs.Add(1)
 			}
 			switch {
-			case rr.legacy:
+			case rr.Legacy:
 				qr.load = append(qr.load, rr)
-			case !rr.indexed && b.pager.after > 0 && rr.at-now > b.pager.after:
+			case !rr.Indexed && b.pager.after > 0 && rr.At-now > b.pager.after:
 				// Scheduled far ahead but not paged out yet (the broker
 				// stopped first): into the time index now, from the record.
-				rr.indexed = true
-				v := rr.value()
-				index = append(index, store.Op{Kind: store.Put, Bucket: schedBucket(name), Key: schedKey(rr.at, rr.seq), Value: v},
-					store.Op{Kind: store.Put, Bucket: name, Key: seqKey(rr.seq), Value: v})
+				rr.Indexed = true
+				v := rr.Value()
+				index = append(index, store.Op{Kind: store.Put, Bucket: records.SchedBucket(name), Key: records.SchedKey(rr.At, rr.Seq), Value: v},
+					store.Op{Kind: store.Put, Bucket: name, Key: records.SeqKey(rr.Seq), Value: v})
 				fallthrough
-			case rr.indexed:
+			case rr.Indexed:
 				qr.sched.n++
-				qr.sched.bytes += int64(rr.size)
-				if rr.shared {
-					qr.schedShared = append(qr.schedShared, rr.seq)
+				qr.sched.bytes += int64(rr.Size)
+				if rr.Shared {
+					qr.schedShared = append(qr.schedShared, rr.Seq)
 				}
-				if qr.schedNext == 0 || rr.at < qr.schedNext {
-					qr.schedNext = max(rr.at, 1)
+				if qr.schedNext == 0 || rr.At < qr.schedNext {
+					qr.schedNext = max(rr.At, 1)
 				}
-			case rr.at > now:
+			case rr.At > now:
 				qr.load = append(qr.load, rr)
-				qr.lanes[rr.prio].inMemory(rr.seq)
+				qr.lanes[rr.Prio].inMemory(rr.Seq)
 			default:
-				l := &qr.lanes[rr.prio]
+				l := &qr.lanes[rr.Prio]
 				if l.n == 0 && inMem < winMsgs && inMemBytes < winBytes {
 					qr.load = append(qr.load, rr)
-					l.hi = max(l.hi, rr.seq)
+					l.hi = max(l.hi, rr.Seq)
 					inMem++
-					inMemBytes += int64(rr.size)
+					inMemBytes += int64(rr.Size)
 					return nil
 				}
 				if l.n == 0 {
-					l.from = rr.seq
+					l.from = rr.Seq
 				}
 				l.n++
-				l.bytes += int64(rr.size)
-				l.tail = rr.seq
-				if rr.expiration != 0 && (qr.minExp == 0 || rr.expiration < qr.minExp) {
-					qr.minExp = rr.expiration
+				l.bytes += int64(rr.Size)
+				l.tail = rr.Seq
+				if rr.Expiration != 0 && (qr.minExp == 0 || rr.Expiration < qr.minExp) {
+					qr.minExp = rr.Expiration
 				}
-				if rr.shared {
-					qr.pagedShared = append(qr.pagedShared, rr.seq)
+				if rr.Shared {
+					qr.pagedShared = append(qr.pagedShared, rr.Seq)
 				}
 			}
 			return nil
@@ -498,12 +371,12 @@ func (b *Broker) recover(ctx context.Context) error {
 	// messages no live queue holds.
 	for _, name := range gone {
 		err := st.ForEach(name, func(k, v []byte) error {
-			rr, err := parseRefRecord(name, k, v)
+			rr, err := records.ParseRef(name, k, v)
 			if err != nil {
 				return nil // going anyway
 			}
-			if shared[rr.seq] == nil {
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: seqKey(rr.seq)})
+			if shared[rr.Seq] == nil {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(rr.Seq)})
 			}
 			return nil
 		})
@@ -519,12 +392,9 @@ func (b *Broker) recover(ctx context.Context) error {
 	// failure between writes that should have gone together); a large one
 	// is not, since that reads every message.
 	if held != nil {
-		err := st.ForEach(bucketMsgs, func(k, _ []byte) error {
-			if len(k) != 8 {
-				return nil
-			}
-			if _, ok := held[binary.BigEndian.Uint64(k)]; !ok {
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: bucketMsgs, Key: append([]byte(nil), k...)})
+		err := img.MessageSeqs(func(seq uint64) error {
+			if _, ok := held[seq]; !ok {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: records.Messages, Key: records.SeqKey(seq)})
 			}
 			return nil
 		})
@@ -532,11 +402,11 @@ func (b *Broker) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	recOf := func(rr refRecord) *stored {
-		if rec := shared[rr.seq]; rec != nil {
+	recOf := func(rr records.Ref) *stored {
+		if rec := shared[rr.Seq]; rec != nil {
 			return rec
 		}
-		rec := &stored{key: rr.seq}
+		rec := &stored{key: rr.Seq}
 		rec.refs.Store(1)
 		return rec
 	}
@@ -553,21 +423,21 @@ func (b *Broker) recover(ctx context.Context) error {
 		for i, rr := range qr.load {
 			m := msgs[i]
 			if m == nil {
-				stale = append(stale, store.Op{Kind: store.Delete, Bucket: qr.name, Key: seqKey(rr.seq)})
-				if rec := shared[rr.seq]; rec != nil {
+				stale = append(stale, store.Op{Kind: store.Delete, Bucket: qr.name, Key: records.SeqKey(rr.Seq)})
+				if rec := shared[rr.Seq]; rec != nil {
 					rec.refs.Add(-1)
 				}
 				continue
 			}
 			decoded++
-			size := rr.size
-			if rr.legacy {
+			size := rr.Size
+			if rr.Legacy {
 				size = int32(m.Size())
 			}
-			r := &ref{msg: m, rec: recOf(rr), seq: rr.seq, q: qr.q, count: rr.count, marked: rr.count, size: size, deliverAt: rr.at}
-			if rr.legacy {
+			r := &ref{msg: m, rec: recOf(rr), seq: rr.Seq, q: qr.q, count: rr.Count, marked: rr.Count, size: size, deliverAt: rr.At}
+			if rr.Legacy {
 				// Rewritten in the current format.
-				stale = append(stale, refRecordOp(qr.name, r, rr.count))
+				stale = append(stale, refRecordOp(qr.name, r, rr.Count))
 			}
 			refs = append(refs, r)
 		}

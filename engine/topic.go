@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluicemq/sluice/engine/message"
+	"github.com/sluicemq/sluice/engine/records"
 	"github.com/sluicemq/sluice/engine/store"
 	"github.com/sluicemq/sluice/grammar/selector"
 )
@@ -270,7 +271,7 @@ func (b *Broker) subscribe(conn *Connection, dest message.Destination, opts Cons
 	s.target = targetOf(sel)
 	bucket := ""
 	if opts.Durable && b.store != nil {
-		bucket = subBucket(key)
+		bucket = records.SubBucket(key)
 	}
 	s.q = newQueue(b, dest, s, bucket)
 	b.subs[key] = s
@@ -379,8 +380,8 @@ func (b *Broker) dropSubscription(ctx context.Context, s *subscription) error {
 	ops := b.storeOpsForRemove(refs, nil)
 	if s.q.bucket != "" {
 		ops = append(ops, store.Op{Kind: store.DeleteBucket, Bucket: s.q.bucket},
-			store.Op{Kind: store.DeleteBucket, Bucket: schedBucket(s.q.bucket)},
-			store.Op{Kind: store.Delete, Bucket: bucketSubs, Key: []byte(s.key)})
+			store.Op{Kind: store.DeleteBucket, Bucket: records.SchedBucket(s.q.bucket)},
+			store.Op{Kind: store.Delete, Bucket: records.Subscriptions, Key: []byte(s.key)})
 	}
 	if len(ops) > 0 && b.store != nil {
 		if err := b.store.Update(ctx, ops); err != nil {
