@@ -2,9 +2,11 @@ package amqp091
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/sluicemq/sluice/engine"
+	"github.com/sluicemq/sluice/engine/store"
 	"github.com/sluicemq/sluice/protocol/amqp091/spec"
 )
 
@@ -12,7 +14,9 @@ import (
 // the exchange picks (a copy each). Unroutable with mandatory, it comes
 // back in basic.return (312 NO_ROUTE). In confirm mode its sequence
 // number is acknowledged once the broker vouches for every copy (durable
-// or consumed), in publish order; a failed write is a basic.nack.
+// or consumed), in publish order; a failed write is a basic.nack, and a
+// write whose outcome is unknown (store.ErrIndeterminate) closes the
+// connection with 541 INTERNAL_ERROR and the reason.
 func (ch *channel) publish(pub *spec.BasicPublish, props *spec.BasicProperties, body []byte) error {
 	c := ch.c
 	if ch.confirm {
@@ -129,6 +133,15 @@ func (a *confirmAnswers) Confirmed(pc pendingConfirm, err error) {
 		c.log.Warn("amqp091 publish not confirmed", slog.Uint64("seq", pc.seq), slog.Any("err", err))
 	}
 	if pc.quiet {
+		return
+	}
+	if errors.Is(err, store.ErrIndeterminate) {
+		// The outcome is unknown (the engine is fenced): a nack would say
+		// the broker did not take the message and invite a second copy.
+		// The connection closes instead, saying why; the client holds the
+		// publish unconfirmed, as after a lost connection.
+		a.Flush()
+		c.closeConnection(refuse(spec.InternalError, nil, "%v", err))
 		return
 	}
 	if err != nil || pc.failed {
