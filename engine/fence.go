@@ -36,8 +36,8 @@ import (
 // ErrFenced is wrapped by the error of every operation of a fenced Broker
 // that needed a store write: by the operation whose write's outcome is
 // unknown (which wraps store.ErrIndeterminate too: it may have been
-// applied), and by every later one (refused before it reached the store:
-// nothing of it was applied).
+// applied), and by every later one (refused before it reached the store,
+// so not wrapping store.ErrIndeterminate: nothing of it was applied).
 var ErrFenced = errors.New("engine fenced: a store write's outcome is unknown; " +
 	"nothing more is written until the broker is rebuilt from its store")
 
@@ -102,13 +102,16 @@ func indeterminate(err error) bool {
 }
 
 // outcomeUnknown is the error of an operation whose store write had an
-// unknown outcome; what names what may have been stored ("the message to
-// queue://q"). It wraps ErrFenced and err (which wraps
-// store.ErrIndeterminate).
+// unknown outcome, for its caller to tell its client; what names what may
+// have been stored ("the message to /queue/q"). It wraps ErrFenced and err
+// (which wraps store.ErrIndeterminate).
 func outcomeUnknown(what string, err error) error {
+	if !errors.Is(err, ErrFenced) {
+		err = fencedCause{err}
+	}
 	return &Error{Code: CodeJMS,
 		Msg: "outcome unknown: the broker lost its store's leadership or had no answer in time; " + what + " may have been stored",
-		Err: fencedCause{err}}
+		Err: err}
 }
 
 // fencedCause is an indeterminate write's error, matching ErrFenced too.
@@ -140,12 +143,14 @@ func newGuardStore(s store.Store, f *fence, log *slog.Logger) *guardStore {
 	return g
 }
 
-// check raises the fence when err is an unknown outcome, and returns err.
+// check raises the fence when err is an unknown outcome, and returns err,
+// made to match ErrFenced too when it is one (the same text).
 func (g *guardStore) check(err error) error {
-	if indeterminate(err) {
-		g.f.raise(g.log, err)
+	if !indeterminate(err) {
+		return err
 	}
-	return err
+	g.f.raise(g.log, err)
+	return fencedCause{err}
 }
 
 // Update is the store's, refused once fenced.
