@@ -4,14 +4,69 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	bolt "go.etcd.io/bbolt"
 )
 
+// logBackend is what raft keeps its log and stable values in.
+type logBackend interface {
+	raft.LogStore
+	raft.StableStore
+	io.Closer
+}
+
+// walDir is the directory of a node's raft log, under its data directory.
+const walDir = "wal"
+
+// openLogBackend opens the raft log of the node in dir: a write-ahead log
+// (github.com/hashicorp/raft-wal) under wal/, which appends the entries of
+// one write sequentially and syncs once, against bbolt's two syncs and
+// B-tree page rewrites. A data directory made before the WAL, with a
+// raft.db and no wal/, keeps its bbolt log (logStore).
+func openLogBackend(dir string, segmentBytes int, lg hclog.Logger) (logBackend, error) {
+	wdir := filepath.Join(dir, walDir)
+	_, werr := os.Stat(wdir)
+	if _, err := os.Stat(filepath.Join(dir, "raft.db")); err == nil && errors.Is(werr, os.ErrNotExist) {
+		return openLogStore(filepath.Join(dir, "raft.db"))
+	}
+	if err := os.MkdirAll(wdir, 0o750); err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", wdir, err)
+	}
+	meta := &metadb.BoltMetaDB{}
+	if segmentBytes <= 0 {
+		segmentBytes = wal.DefaultSegmentSize
+	}
+	w, err := wal.Open(wdir, wal.WithLogger(lg.Named("wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(segmentBytes))
+	if err != nil {
+		_ = meta.Close()
+		return nil, fmt.Errorf("open raft log %s: %w", wdir, err)
+	}
+	return &walLog{WAL: w, meta: meta}, nil
+}
+
+// walLog is the WAL with its meta database, which WAL.Close leaves open
+// (raft-wal v0.4.0): Close closes both, so that the node can be opened
+// again in the same process.
+type walLog struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+func (l *walLog) Close() error {
+	return errors.Join(l.WAL.Close(), l.meta.Close())
+}
+
 // logStore is raft's LogStore and StableStore in one bbolt file of its own
-// (raft.db in the data directory). github.com/hashicorp/raft-boltdb/v2 v2.3.1
+// (raft.db in the data directory): the raft log of nodes made before the
+// WAL (see openLogBackend). github.com/hashicorp/raft-boltdb/v2 v2.3.1
 // would be the ready-made one, but it imports go-metrics/compat, which the
 // go-metrics v0.7.0 that raft v1.8.0 requires no longer has, so the two do
 // not build together; this is the same idea on the bbolt the broker already

@@ -57,10 +57,10 @@
 //
 // # Locks
 //
-// Store.mu guards the write queue; fsm.mu is held for writing by Restore and
-// for reading by reads. No goroutine holds both. A read's fn runs under
-// fsm.mu's read lock (Buckets' excepted), so it must not wait for a write to
-// be applied on this node.
+// Store.mu guards the write queue; fsm's locks (their order is written on
+// fsm) are taken by fsm's methods only. No goroutine holds Store.mu and
+// one of fsm's. A read's fn runs under fsm.mu's read lock (Buckets'
+// excepted), so it must not wait for a write to be applied on this node.
 package raftstore
 
 import (
@@ -91,6 +91,12 @@ const (
 	DefaultApplyTimeout  = 10 * time.Second
 	// DefaultSnapshotRetain is how many snapshots are kept on disk.
 	DefaultSnapshotRetain = 2
+	// DefaultFlushInterval spaces the writes of applied entries to the
+	// local state (see fsm's Deferred application).
+	DefaultFlushInterval = 20 * time.Millisecond
+	// DefaultMaxPendingBytes bounds the applied entries not yet written to
+	// the local state.
+	DefaultMaxPendingBytes = 64 << 20
 )
 
 // ErrNotLeader is matched (errors.Is) by the *NotLeaderError of a write on a
@@ -185,6 +191,19 @@ type Options struct {
 	// if zero).
 	SnapshotRetain int
 
+	// FlushInterval is how often applied entries are written to the local
+	// state in one transaction (DefaultFlushInterval if zero); reads and
+	// snapshots write them at once. MaxPendingBytes bounds what waits
+	// (DefaultMaxPendingBytes if zero).
+	FlushInterval   time.Duration
+	MaxPendingBytes int
+
+	// LogSegmentBytes is the size of the raft log's segment files (the
+	// WAL's default, 64 MiB, if zero). Truncation after a snapshot frees
+	// whole segments; entries still in a segment stay readable, so a
+	// follower that is behind may be sent them instead of a snapshot.
+	LogSegmentBytes int
+
 	// OnLeadership, if set, is told of every change of this node's role,
 	// in order, from one goroutine. It must not block for long.
 	OnLeadership func(Leadership)
@@ -216,7 +235,7 @@ type Store struct {
 	log   *slog.Logger
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	logs  *logStore
+	logs  logBackend
 	fsm   *fsm
 
 	mu     sync.Mutex
@@ -356,6 +375,12 @@ func Open(opts Options) (*Store, error) {
 	if opts.SnapshotRetain <= 0 {
 		opts.SnapshotRetain = DefaultSnapshotRetain
 	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = DefaultMaxPendingBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -393,13 +418,15 @@ func Open(opts Options) (*Store, error) {
 		return fail(err)
 	}
 	closers = append(closers, state)
-	f := &fsm{state: state, dir: opts.DataDir, log: lg, maxOps: opts.MaxBatchOps, maxBytes: opts.MaxBatchBytes}
+	f := &fsm{state: state, dir: opts.DataDir, log: lg, maxOps: opts.MaxBatchOps, maxBytes: opts.MaxBatchBytes,
+		flushBytes: min(opts.MaxBatchBytes, opts.MaxPendingBytes/4), maxPending: opts.MaxPendingBytes,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), interval: opts.FlushInterval}
 	applied, ok, err := f.readApplied()
 	if err != nil {
 		return fail(err)
 	}
 	f.applied = applied
-	logs, err := openLogStore(filepath.Join(opts.DataDir, "raft.db"))
+	logs, err := openLogBackend(opts.DataDir, opts.LogSegmentBytes, hclogFor(lg))
 	if err != nil {
 		return fail(err)
 	}
@@ -441,9 +468,11 @@ func Open(opts Options) (*Store, error) {
 	conf.BatchApplyCh = true
 	notify := make(chan bool, 64)
 	conf.NotifyCh = notify
-	conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: rlog, Level: hclog.Info})
+	conf.Logger = hclogFor(lg)
+	go f.runFlusher()
 	r, err := raft.NewRaft(conf, f, logs, logs, snaps, trans)
 	if err != nil {
+		_ = f.stopFlusher()
 		return fail(err)
 	}
 	s := &Store{
@@ -467,6 +496,7 @@ func Open(opts Options) (*Store, error) {
 		err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			_ = r.Shutdown().Error()
+			_ = f.stopFlusher()
 			return fail(err)
 		}
 	}
@@ -759,9 +789,7 @@ func (s *Store) ForEach(bucket string, fn func(key, value []byte) error) error {
 	if bucket == metaBucket {
 		return s.hidden()
 	}
-	s.fsm.mu.RLock()
-	defer s.fsm.mu.RUnlock()
-	return s.fsm.state.ForEach(bucket, fn)
+	return s.fsm.read(func(st *boltstore.Store) error { return st.ForEach(bucket, fn) })
 }
 
 // Get reads the local state; see store.Store.
@@ -769,9 +797,7 @@ func (s *Store) Get(bucket string, keys [][]byte, fn func(i int, value []byte) e
 	if bucket == metaBucket {
 		return s.hidden()
 	}
-	s.fsm.mu.RLock()
-	defer s.fsm.mu.RUnlock()
-	return s.fsm.state.Get(bucket, keys, fn)
+	return s.fsm.read(func(st *boltstore.Store) error { return st.Get(bucket, keys, fn) })
 }
 
 // Range reads the local state; see store.Store.
@@ -779,22 +805,20 @@ func (s *Store) Range(bucket string, from []byte, limit int, fn func(key, value 
 	if bucket == metaBucket {
 		return s.hidden()
 	}
-	s.fsm.mu.RLock()
-	defer s.fsm.mu.RUnlock()
-	return s.fsm.state.Range(bucket, from, limit, fn)
+	return s.fsm.read(func(st *boltstore.Store) error { return st.Range(bucket, from, limit, fn) })
 }
 
 // Buckets lists the local state's buckets, without the reserved one.
 func (s *Store) Buckets(fn func(name string) error) error {
 	var names []string
-	s.fsm.mu.RLock()
-	err := s.fsm.state.Buckets(func(n string) error {
-		if n != metaBucket {
-			names = append(names, n)
-		}
-		return nil
+	err := s.fsm.read(func(st *boltstore.Store) error {
+		return st.Buckets(func(n string) error {
+			if n != metaBucket {
+				names = append(names, n)
+			}
+			return nil
+		})
 	})
-	s.fsm.mu.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -843,10 +867,18 @@ func (s *Store) Close() error {
 	if err := s.logs.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("raft log: %w", err))
 	}
+	flushErr := s.fsm.stopFlusher()
+	if flushErr != nil {
+		errs = append(errs, flushErr)
+	}
+	// A state whose pending entries could not be written is not whole:
+	// without the mark, the next start rebuilds it.
 	if err := s.fsm.state.Close(); err != nil {
 		errs = append(errs, err)
-	} else if err := markClean(s.opts.DataDir); err != nil {
-		errs = append(errs, err)
+	} else if flushErr == nil {
+		if err := markClean(s.opts.DataDir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("raftstore: close: %w", err)
@@ -877,6 +909,11 @@ func markClean(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// hclogFor is an hclog.Logger (raft's and its WAL's) writing to lg.
+func hclogFor(lg *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "raft", Output: &raftLog{log: lg}, Level: hclog.Info})
 }
 
 // raftLog carries raft's log lines (hclog text) to slog: errors and

@@ -305,6 +305,7 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 		o.SnapshotThreshold = 16
 		o.TrailingLogs = 4
 		o.SnapshotInterval = 20 * time.Millisecond
+		o.LogSegmentBytes = 4 << 10 // so that truncation frees segments
 	})
 	l := c.leader(10 * time.Second)
 	write(t, c.nodes[l], "a", 50)
