@@ -83,6 +83,9 @@ import (
 	"github.com/sluicemq/sluice/engine/store/boltstore"
 )
 
+// logCacheEntries is how many of the latest log entries are kept in memory.
+const logCacheEntries = 512
+
 // Defaults for zero fields of Options.
 const (
 	DefaultMaxBatchOps   = 8192
@@ -93,7 +96,7 @@ const (
 	DefaultSnapshotRetain = 2
 	// DefaultFlushInterval spaces the writes of applied entries to the
 	// local state (see fsm's Deferred application).
-	DefaultFlushInterval = 20 * time.Millisecond
+	DefaultFlushInterval = 100 * time.Millisecond
 	// DefaultMaxPendingBytes bounds the applied entries not yet written to
 	// the local state.
 	DefaultMaxPendingBytes = 64 << 20
@@ -470,7 +473,13 @@ func Open(opts Options) (*Store, error) {
 	conf.NotifyCh = notify
 	conf.Logger = hclogFor(lg)
 	go f.runFlusher()
-	r, err := raft.NewRaft(conf, f, logs, logs, snaps, trans)
+	// The latest entries stay in memory, so that replicating them to the
+	// followers does not read them back from the log.
+	cached, err := raft.NewLogCache(logCacheEntries, logs)
+	if err != nil {
+		return fail(err)
+	}
+	r, err := raft.NewRaft(conf, f, cached, logs, snaps, trans)
 	if err != nil {
 		_ = f.stopFlusher()
 		return fail(err)
