@@ -221,6 +221,7 @@ type Stats struct {
 	Entries  uint64 // log entries they made
 	Ops      uint64 // ops in them
 	Restores uint64 // snapshots restored into the local state
+	Flushes  uint64 // transactions that wrote applied entries to the local state
 }
 
 // MeanBatch is the mean number of Updates per log entry.
@@ -547,6 +548,7 @@ func (s *Store) Stats() Stats {
 		Entries:  s.entries.Load(),
 		Ops:      s.ops.Load(),
 		Restores: s.fsm.restores.Load(),
+		Flushes:  s.fsm.flushes.Load(),
 	}
 }
 

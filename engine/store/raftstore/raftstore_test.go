@@ -614,3 +614,43 @@ func TestUncleanStateIsRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// Applied entries wait in memory for the flusher (Options.FlushInterval);
+// a read writes them out first, so it sees every write that returned; a
+// small MaxPendingBytes makes the applier write them itself; and a clean
+// close writes what is left, so a restart holds everything without a
+// rebuild. The flusher never runs here: the interval is an hour.
+func TestDeferredApplyIsReadAndKept(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxPending int
+	}{
+		{"reads flush", 0},
+		{"bounded pending", 4 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 1, func(o *raftstore.Options) {
+				o.FlushInterval = time.Hour
+				o.MaxPendingBytes = tc.maxPending
+			})
+			n := c.nodes[c.leader(10*time.Second)]
+			write(t, n, "a", 300)
+			if f := n.Stats().Flushes; (f > 0) != (tc.maxPending > 0) {
+				t.Errorf("%d flushes before any read with MaxPendingBytes %d", f, tc.maxPending)
+			}
+			if !has(n, "a", 300) {
+				t.Fatal("a read after the writes returned misses some of them")
+			}
+			write(t, n, "z", 100)
+			c.stop(0)
+			c.start(0)
+			n = c.nodes[c.leader(10*time.Second)]
+			if st := n.Stats(); st.Restores != 0 {
+				t.Errorf("the restart restored a snapshot (%+v): the clean close did not keep the state", st)
+			}
+			if !has(n, "a", 300) || !has(n, "z", 100) {
+				t.Fatal("after a clean restart the state misses writes that were pending at close")
+			}
+		})
+	}
+}
