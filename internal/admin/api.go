@@ -31,10 +31,7 @@ const (
 )
 
 func (s *Server) routes() {
-	s.apiRoutes = append(s.apiRoutes, "POST /api/login", "POST /api/logout")
-	s.mux.HandleFunc("POST /api/login", s.login)
-	s.mux.HandleFunc("POST /api/logout", s.logout)
-	s.handle("GET /api/whoami", s.whoami)
+	s.sessionRoutes()
 	s.handle("GET /api/overview", s.overview)
 	s.handle("GET /api/history", s.brokerHistory)
 	s.handle("GET /api/node", s.node)
@@ -64,6 +61,14 @@ func (s *Server) routes() {
 	s.handle("GET /api/connections", s.listConnections)
 	s.handle("GET /api/connections/{id}", s.getConnection)
 	s.handle("DELETE /api/connections/{id}", s.closeConnection)
+}
+
+// sessionRoutes are the console's login, logout and whoami.
+func (s *Server) sessionRoutes() {
+	s.apiRoutes = append(s.apiRoutes, "POST /api/login", "POST /api/logout")
+	s.mux.HandleFunc("POST /api/login", s.login)
+	s.mux.HandleFunc("POST /api/logout", s.logout)
+	s.handle("GET /api/whoami", s.whoami)
 }
 
 // statusOnly records what the mux answers a request no pattern matches
