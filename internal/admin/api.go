@@ -206,10 +206,13 @@ type whoamiResponse struct {
 	// credentials configured.
 	Role         string `json:"role"`
 	AuthRequired bool   `json:"authRequired"`
+	// Cluster is true on a node of a cluster: GET /api/cluster has its
+	// view.
+	Cluster bool `json:"cluster,omitempty"`
 }
 
-func toWhoami(c Caller, authRequired bool) whoamiResponse {
-	return whoamiResponse{User: c.Name, Role: c.Role.String(), AuthRequired: authRequired}
+func (s *Server) toWhoami(c Caller, authRequired bool) whoamiResponse {
+	return whoamiResponse{User: c.Name, Role: c.Role.String(), AuthRequired: authRequired, Cluster: s.opts.Cluster != nil}
 }
 
 // login checks the console's user and password with the realm and starts
@@ -227,7 +230,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, toWhoami(c, false))
+		writeJSON(w, http.StatusOK, s.toWhoami(c, false))
 		return
 	}
 	at := security.Attempt{Protocol: "admin", Remote: r.RemoteAddr, Mechanism: "console"}
@@ -254,7 +257,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("console login", slog.String("remote", r.RemoteAddr), c.logAttr(), slog.String("role", c.Role.String()))
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionFor / time.Second)})
-	writeJSON(w, http.StatusOK, toWhoami(c, true))
+	writeJSON(w, http.StatusOK, s.toWhoami(c, true))
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -266,7 +269,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, toWhoami(callerOf(r), s.auth.Enabled()))
+	writeJSON(w, http.StatusOK, s.toWhoami(callerOf(r), s.auth.Enabled()))
 }
 
 // ---------------------------------------------------------------------------
