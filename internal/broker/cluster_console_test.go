@@ -156,7 +156,9 @@ func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 		if age, ok := s["sluice_cluster_last_contact_seconds"]; !ok || (i == l && age != 0) || age > 5 {
 			t.Errorf("n%d /metrics last contact %v (present %v)", i+1, age, ok)
 		}
-		if served := s["sluice_cluster_terms_served_total"]; served != map[bool]float64{true: 1, false: 0}[i == l] {
+		// (A leader whose write's outcome was unknown reopens its engine in
+		// the same term: more than one is no failure.)
+		if served := s["sluice_cluster_terms_served_total"]; (i == l) != (served >= 1) {
 			t.Errorf("n%d has served %v terms", i+1, served)
 		}
 	}
@@ -178,7 +180,7 @@ func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 			return s["sluice_cluster_leader_changes_total"] > b["sluice_cluster_leader_changes_total"] && s["sluice_cluster_term"] > b["sluice_cluster_term"]
 		})
 		if i == nl {
-			if s[`sluice_cluster_state{state="leader"}`] != 1 || s["sluice_cluster_serving"] != 1 || s["sluice_cluster_terms_served_total"] != 1 {
+			if s[`sluice_cluster_state{state="leader"}`] != 1 || s["sluice_cluster_serving"] != 1 || s["sluice_cluster_terms_served_total"] < 1 {
 				t.Errorf("new leader n%d: state %v serving %v terms served %v", i+1, s[`sluice_cluster_state{state="leader"}`], s["sluice_cluster_serving"], s["sluice_cluster_terms_served_total"])
 			}
 		} else if s[`sluice_cluster_state{state="follower"}`] != 1 {
