@@ -72,7 +72,7 @@ type Options struct {
 	// reports it and changes its membership, and /readyz says "follower"
 	// while the server is not ready. With Cluster and no Engine the server
 	// is a follower's: the probes, /api/cluster, the console's session
-	// (login, logout, whoami), its static files and /metrics.
+	// (login, logout, whoami), its static files, /api/node and /metrics.
 	Cluster Cluster
 	// ClusterMetrics, when set, are served in /metrics (the node's
 	// sluice_cluster_* series, which outlive each term's server).
@@ -167,8 +167,9 @@ func (s *Server) Close() {
 
 // followerRoutes are the server of a cluster's follower, which has no
 // engine: the console's session and static files, so that an operator can
-// open the console on any node and see the cluster, and /metrics with the
-// process's and the node's cluster series.
+// open the console on any node and see the cluster; the node page (the
+// process and the data directory); and /metrics with the process's and
+// the node's cluster series.
 func (s *Server) followerRoutes() {
 	s.reg = prometheus.NewRegistry()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_build_info",
@@ -183,6 +184,7 @@ func (s *Server) followerRoutes() {
 	}
 	s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 	s.sessionRoutes()
+	s.handle("GET /api/node", s.node)
 	s.console()
 }
 

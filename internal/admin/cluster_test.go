@@ -168,13 +168,13 @@ func TestFollowerServer(t *testing.T) {
 
 	// The engine's API is not the follower's: the broker answers it 503
 	// naming the leader (internal/broker); this server has no route.
-	for _, p := range []string{"/api/overview", "/api/destinations", "/api/node"} {
+	for _, p := range []string{"/api/overview", "/api/destinations", "/api/connections"} {
 		req := httptest.NewRequest("GET", p, nil)
 		if srv.Handles(req) {
 			t.Errorf("a follower's server handles %s", p)
 		}
 	}
-	for _, p := range []string{"/", "/ui/style.css", "/metrics", "/api/cluster", "/api/whoami", "/healthz"} {
+	for _, p := range []string{"/", "/ui/style.css", "/metrics", "/api/cluster", "/api/whoami", "/api/node", "/healthz"} {
 		if !srv.Handles(httptest.NewRequest("GET", p, nil)) {
 			t.Errorf("a follower's server does not handle %s", p)
 		}

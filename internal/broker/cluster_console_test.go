@@ -91,7 +91,7 @@ func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 			role = "leader"
 		}
 		// The console and its session on every node.
-		for _, p := range []string{"/", "/ui/app.js", "/api/whoami"} {
+		for _, p := range []string{"/", "/ui/app.js", "/api/whoami", "/api/node"} {
 			resp, err := client.Get("http://" + m.Admin + p)
 			if err != nil {
 				t.Fatal(err)

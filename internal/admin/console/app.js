@@ -473,7 +473,7 @@
     }
     main.replaceChildren();
     if (page === "cluster") return clusterPage();
-    if (state.cluster && !state.cluster.serving) return followerPage(page);
+    if (state.cluster && !state.cluster.serving && page !== "node") return followerPage(page);
     if (destPages.includes(page)) return destinationPage(page, parts.slice(1).join("/"));
     switch (page) {
       case "overview": return overviewPage();
@@ -1138,8 +1138,8 @@
   // ---------------------------------------------------------------- cluster
 
   // A cluster's follower has no engine: it serves the console, the
-  // session and the cluster view; its other pages point to the leader's
-  // console. followerShown is true while such a page is up.
+  // session, the cluster view and the node page; its other pages point to
+  // the leader's console. followerShown is true while such a page is up.
   let followerShown = false;
 
   // loadCluster reads the node's view of the cluster, on a cluster node.
@@ -1156,7 +1156,7 @@
     document.getElementById("nav-cluster").hidden = false;
     state.cluster = Object.assign({}, state.cluster || { members: [] }, { serving: false });
     const page = location.hash.replace(/^#\/?/, "").split("/")[0];
-    if (!followerShown && page !== "cluster") setTimeout(route, 0);
+    if (!followerShown && page !== "cluster" && page !== "node") setTimeout(route, 0);
   }
 
   // consoleURL is the console of a member at its admin address; an

@@ -695,6 +695,11 @@ test("web console: the cluster page on the leader and on a follower", { timeout:
   assert.equal(await onFollower.page.textContent("#leader-link"), leader.addr);
   assert.equal(await onFollower.page.getAttribute("#leader-link", "href"), leader.base + "/");
   await onFollower.shot("follower");
+  // The node page is the follower's own: its process and data directory.
+  await onFollower.page.click('nav a[data-page="node"]');
+  await onFollower.page.locator("#node-rss .v", { hasText: /[KMG]iB$/ }).waitFor();
+  assert.match(await onFollower.page.textContent("#node-data-path"), new RegExp(f.id + "$"));
+  await onFollower.page.click('nav a[data-page="overview"]');
   await onFollower.page.click("#follower-cluster-link");
   await onFollower.page.locator("#members-table tbody tr[data-member]").nth(2).waitFor();
   assert.equal(await onFollower.page.textContent("#cluster-role .v"), "follower");
