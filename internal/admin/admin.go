@@ -70,8 +70,13 @@ type Options struct {
 	Policy func(message.Destination) config.PolicyExplanation
 	// Cluster, when set, is the node of a clustered broker: /api/cluster
 	// reports it and changes its membership, and /readyz says "follower"
-	// while the server is not ready.
+	// while the server is not ready. With Cluster and no Engine the server
+	// is a follower's: the probes, /api/cluster, the console's session
+	// (login, logout, whoami), its static files, /api/node and /metrics.
 	Cluster Cluster
+	// ClusterMetrics, when set, are served in /metrics (the node's
+	// sluice_cluster_* series, which outlive each term's server).
+	ClusterMetrics *ClusterMetrics
 	// HistoryInterval, HistoryLength and HistoryDestinations shape the
 	// rate history (history.go); zero means DefaultHistoryInterval,
 	// DefaultHistoryLength, DefaultHistoryDestinations.
@@ -125,6 +130,9 @@ func New(opts Options) *Server {
 		if opts.StoreSync != nil {
 			s.reg.MustRegister(opts.StoreSync.h)
 		}
+		if opts.ClusterMetrics != nil {
+			s.reg.MustRegister(opts.ClusterMetrics)
+		}
 		s.history = newHistory(opts.HistoryInterval, opts.HistoryLength, opts.HistoryDestinations)
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopHistory, s.historyDone = cancel, make(chan struct{})
@@ -132,6 +140,8 @@ func New(opts Options) *Server {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 		s.routes()
 		s.console()
+	} else if opts.Cluster != nil {
+		s.followerRoutes()
 	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -155,8 +165,39 @@ func (s *Server) Close() {
 	}
 }
 
+// followerRoutes are the server of a cluster's follower, which has no
+// engine: the console's session and static files, so that an operator can
+// open the console on any node and see the cluster; the node page (the
+// process and the data directory); and /metrics with the process's and
+// the node's cluster series.
+func (s *Server) followerRoutes() {
+	s.reg = prometheus.NewRegistry()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_build_info",
+		Help: "Sluice's version; the value is always 1.", ConstLabels: prometheus.Labels{"version": s.opts.Version}})
+	buildInfo.Set(1)
+	s.reg.MustRegister(buildInfo, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.opts.AuthMetrics != nil {
+		s.reg.MustRegister(s.opts.AuthMetrics.attempts, s.opts.AuthMetrics.denied)
+	}
+	if s.opts.ClusterMetrics != nil {
+		s.reg.MustRegister(s.opts.ClusterMetrics)
+	}
+	s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	s.sessionRoutes()
+	s.handle("GET /api/node", s.node)
+	s.console()
+}
+
+// Handles reports whether the server has a route for r (the probes and
+// the routes of its role), rather than the JSON 404 or 405 it answers
+// the rest.
+func (s *Server) Handles(r *http.Request) bool {
+	_, pattern := s.mux.Handler(r)
+	return pattern != ""
+}
+
 // Registry returns the Prometheus registry /metrics serves (nil without an
-// engine), for tests and for adding collectors.
+// engine or a cluster), for tests and for adding collectors.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
 // SetReady marks the broker ready (recovered and listening) or not.

@@ -31,10 +31,7 @@ const (
 )
 
 func (s *Server) routes() {
-	s.apiRoutes = append(s.apiRoutes, "POST /api/login", "POST /api/logout")
-	s.mux.HandleFunc("POST /api/login", s.login)
-	s.mux.HandleFunc("POST /api/logout", s.logout)
-	s.handle("GET /api/whoami", s.whoami)
+	s.sessionRoutes()
 	s.handle("GET /api/overview", s.overview)
 	s.handle("GET /api/history", s.brokerHistory)
 	s.handle("GET /api/node", s.node)
@@ -64,6 +61,14 @@ func (s *Server) routes() {
 	s.handle("GET /api/connections", s.listConnections)
 	s.handle("GET /api/connections/{id}", s.getConnection)
 	s.handle("DELETE /api/connections/{id}", s.closeConnection)
+}
+
+// sessionRoutes are the console's login, logout and whoami.
+func (s *Server) sessionRoutes() {
+	s.apiRoutes = append(s.apiRoutes, "POST /api/login", "POST /api/logout")
+	s.mux.HandleFunc("POST /api/login", s.login)
+	s.mux.HandleFunc("POST /api/logout", s.logout)
+	s.handle("GET /api/whoami", s.whoami)
 }
 
 // statusOnly records what the mux answers a request no pattern matches
@@ -201,10 +206,13 @@ type whoamiResponse struct {
 	// credentials configured.
 	Role         string `json:"role"`
 	AuthRequired bool   `json:"authRequired"`
+	// Cluster is true on a node of a cluster: GET /api/cluster has its
+	// view.
+	Cluster bool `json:"cluster,omitempty"`
 }
 
-func toWhoami(c Caller, authRequired bool) whoamiResponse {
-	return whoamiResponse{User: c.Name, Role: c.Role.String(), AuthRequired: authRequired}
+func (s *Server) toWhoami(c Caller, authRequired bool) whoamiResponse {
+	return whoamiResponse{User: c.Name, Role: c.Role.String(), AuthRequired: authRequired, Cluster: s.opts.Cluster != nil}
 }
 
 // login checks the console's user and password with the realm and starts
@@ -222,7 +230,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, toWhoami(c, false))
+		writeJSON(w, http.StatusOK, s.toWhoami(c, false))
 		return
 	}
 	at := security.Attempt{Protocol: "admin", Remote: r.RemoteAddr, Mechanism: "console"}
@@ -249,7 +257,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("console login", slog.String("remote", r.RemoteAddr), c.logAttr(), slog.String("role", c.Role.String()))
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionFor / time.Second)})
-	writeJSON(w, http.StatusOK, toWhoami(c, true))
+	writeJSON(w, http.StatusOK, s.toWhoami(c, true))
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -261,7 +269,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, toWhoami(callerOf(r), s.auth.Enabled()))
+	writeJSON(w, http.StatusOK, s.toWhoami(callerOf(r), s.auth.Enabled()))
 }
 
 // ---------------------------------------------------------------------------

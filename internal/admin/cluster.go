@@ -37,8 +37,10 @@ type ClusterStatus struct {
 	Term   uint64 `json:"term"`
 	Leader string `json:"leader"`
 	// LastContact is when this node last heard from the leader (absent on
-	// the leader).
-	LastContact *time.Time `json:"lastContact,omitempty"`
+	// the leader, and before any contact); LastContactAgeSeconds is how
+	// long ago that was, by this node's clock.
+	LastContact           *time.Time `json:"lastContact,omitempty"`
+	LastContactAgeSeconds *float64   `json:"lastContactAgeSeconds,omitempty"`
 	// CommitIndex, AppliedIndex and LastIndex are raft's log indexes here.
 	CommitIndex  uint64          `json:"commitIndex"`
 	AppliedIndex uint64          `json:"appliedIndex"`
@@ -57,6 +59,50 @@ type ClusterMember struct {
 	STOMP  string `json:"stomp,omitempty"`
 	AMQP   string `json:"amqp,omitempty"`
 	Admin  string `json:"admin,omitempty"`
+	// Role is the member's role as this node sees it: this node's own raft
+	// state, "leader" for the leader it knows, and "unknown" for the other
+	// members, whose state raft does not report here (their own
+	// /api/cluster does).
+	Role string `json:"role"`
+	// LastContact and LastContactAgeSeconds are, on the leader's entry of
+	// a follower's answer, when this node last heard from it (raft keeps
+	// no per-follower contact time that a leader could report).
+	LastContact           *time.Time `json:"lastContact,omitempty"`
+	LastContactAgeSeconds *float64   `json:"lastContactAgeSeconds,omitempty"`
+}
+
+// RoleUnknown is the role of a member this node cannot see.
+const RoleUnknown = "unknown"
+
+// view completes st as GET /api/cluster answers it at now: the members'
+// roles, the last contact on the leader's entry and its age. On the leader
+// raft's last contact is the time it stopped being a follower, which says
+// nothing: it is left out.
+func (st ClusterStatus) view(now time.Time) ClusterStatus {
+	if st.Role == "leader" {
+		st.LastContact = nil
+	}
+	var age *float64
+	if st.LastContact != nil {
+		a := max(0, now.Sub(*st.LastContact).Seconds())
+		age = &a
+	}
+	st.LastContactAgeSeconds = age
+	members := make([]ClusterMember, len(st.Members))
+	for i, m := range st.Members {
+		switch {
+		case m.Self:
+			m.Role = st.Role
+		case m.Leader:
+			m.Role = "leader"
+			m.LastContact, m.LastContactAgeSeconds = st.LastContact, age
+		default:
+			m.Role = RoleUnknown
+		}
+		members[i] = m
+	}
+	st.Members = members
+	return st
 }
 
 // clusterRoutes serves /api/cluster; without Options.Cluster it answers
@@ -84,7 +130,7 @@ func (s *Server) clusterStatus(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, st.view(time.Now()))
 }
 
 func (s *Server) clusterJoin(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,11 @@ type clusterNode struct {
 	adminBase admin.Options
 	// engineBase is the engine configuration of every term, Store aside.
 	engineBase engine.Config
+	// metrics are the node's sluice_cluster_* series, served by every
+	// admin server it runs; stopMetrics ends their sampler.
+	metrics     *admin.ClusterMetrics
+	stopMetrics context.CancelFunc
+	metricsDone chan struct{}
 
 	wake chan struct{} // cap 1: want changed, or closing
 	stop chan struct{} // closed by shutdown
@@ -116,8 +121,10 @@ func (b *Broker) startCluster(auth *admin.Auth, authMetrics *admin.AuthMetrics) 
 		WindowBytes:        b.cfg.WindowBytes,
 		ProviderVersion:    Version,
 	}
+	c.metrics = admin.NewClusterMetrics(c)
 	c.adminBase = admin.Options{Version: Version, Auth: auth, AuthMetrics: authMetrics, Latency: latency,
-		Logger: b.log.With(slog.String("component", "admin")), DataDir: b.cfg.Data, Policy: b.cfg.ExplainPolicy, Cluster: c}
+		Logger: b.log.With(slog.String("component", "admin")), DataDir: b.cfg.Data, Policy: b.cfg.ExplainPolicy, Cluster: c,
+		ClusterMetrics: c.metrics}
 	fo := c.adminBase
 	c.follower = admin.New(fo)
 	b.admin = c.follower
@@ -145,6 +152,9 @@ func (b *Broker) startCluster(auth *admin.Auth, authMetrics *admin.AuthMetrics) 
 	}
 	c.rs = rs
 	b.cluster = c
+	mctx, stopMetrics := context.WithCancel(context.Background())
+	c.stopMetrics, c.metricsDone = stopMetrics, make(chan struct{})
+	go func() { defer close(c.metricsDone); c.metrics.Run(mctx) }()
 	go c.run()
 	if err := b.listenCluster(); err != nil {
 		return err
@@ -262,6 +272,7 @@ func (c *clusterNode) openTerm(epoch uint64) error {
 		c.shutdownTerm(t)
 		return nil
 	}
+	c.metrics.TermServed()
 	c.log.Info("leader: serving clients", slog.Uint64("epoch", epoch))
 	return nil
 }
@@ -307,6 +318,8 @@ func (c *clusterNode) current() *term {
 func (c *clusterNode) shutdown() error {
 	close(c.stop)
 	<-c.done
+	c.stopMetrics()
+	<-c.metricsDone
 	c.follower.Close()
 	return c.rs.Close()
 }
@@ -582,15 +595,15 @@ func (c *clusterNode) route(nc net.Conn, kind protoKind) {
 }
 
 // serveAdmin answers the admin listener: the serving term's admin server
-// on the leader; on a follower the probes (not ready), the cluster API,
-// and for the rest 503 naming the leader's admin address.
+// on the leader; on a follower its own admin server (the probes, not
+// ready; the cluster API; the console's session and pages; /metrics), and
+// for the rest 503 naming the leader's admin address.
 func (c *clusterNode) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if t := c.current(); t != nil {
 		t.admin.ServeHTTP(w, r)
 		return
 	}
-	p := r.URL.Path
-	if p == "/healthz" || p == "/readyz" || p == "/api/cluster" || strings.HasPrefix(p, "/api/cluster/") {
+	if c.follower.Handles(r) {
 		c.follower.ServeHTTP(w, r)
 		return
 	}

@@ -6,7 +6,10 @@
 (function () {
   const main = document.getElementById("main");
   let timers = [];
-  let state = { authRequired: false, user: "", role: "" };
+  // clustered: this broker is a node of a cluster (whoami says so);
+  // cluster: the node's latest view of it (GET /api/cluster), null until
+  // read and on a single node.
+  let state = { authRequired: false, user: "", role: "", clustered: false, cluster: null };
   // The destinations table's filter, sort and page, kept while the
   // console is open.
   const destView = { filter: "", kind: "", sort: "name", desc: false, page: 0, size: 25 };
@@ -89,6 +92,13 @@
       showLogin();
       throw new APIError(401, data);
     }
+    if (res.status === 503 && data && /follower/.test(data.error || "")) {
+      // This node stopped leading: its pages are the leader's now.
+      const e = new APIError(503, data);
+      e.follower = true;
+      followerSeen();
+      throw e;
+    }
     if (!res.ok) throw new APIError(res.status, data);
     return data;
   }
@@ -99,7 +109,7 @@
   }
 
   // quiet reports an API error unless it is the 401 that showed the login.
-  function quiet(e) { if (e.status !== 401) toast(e.message, true); }
+  function quiet(e) { if (e.status !== 401 && !e.follower) toast(e.message, true); }
 
   function fmtNum(n) { return Number(n).toLocaleString("en-US"); }
   function plural(n, word) { return fmtNum(n) + " " + word + (n === 1 ? "" : "s"); }
@@ -402,6 +412,7 @@
       setUser(r);
       document.getElementById("login").hidden = true;
       document.getElementById("nav").hidden = false;
+      await loadCluster();
       route();
     } catch (e) {
       err.textContent = e.status === 401 ? "Wrong user name or password." : e.message;
@@ -424,6 +435,8 @@
       who.append(" ", h("span", { class: "badge gray", id: "read-only", title: "The monitor role may look but not change anything" }, "read-only"));
     }
     document.getElementById("logout").hidden = !r.user;
+    state.clustered = !!r.cluster;
+    document.getElementById("nav-cluster").hidden = !state.clustered;
   }
 
   // readOnlyNote says why a page has no buttons to change things.
@@ -450,6 +463,7 @@
   function route() {
     clearTimers();
     redraws = [];
+    followerShown = false;
     const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     const page = parts[0] || "overview";
     const destPages = ["queue", "topic", "temp-queue", "temp-topic"];
@@ -458,6 +472,8 @@
       a.classList.toggle("active", p === page || (p === "destinations" && destPages.includes(page)) || (p === "subscriptions" && page === "subscription"));
     }
     main.replaceChildren();
+    if (page === "cluster") return clusterPage();
+    if (state.cluster && !state.cluster.serving && page !== "node") return followerPage(page);
     if (destPages.includes(page)) return destinationPage(page, parts.slice(1).join("/"));
     switch (page) {
       case "overview": return overviewPage();
@@ -1119,12 +1135,144 @@
     });
   }
 
+  // ---------------------------------------------------------------- cluster
+
+  // A cluster's follower has no engine: it serves the console, the
+  // session, the cluster view and the node page; its other pages point to
+  // the leader's console. followerShown is true while such a page is up.
+  let followerShown = false;
+
+  // loadCluster reads the node's view of the cluster, on a cluster node.
+  async function loadCluster() {
+    if (!state.clustered) { state.cluster = null; return; }
+    try { state.cluster = await api("GET", "/api/cluster"); } catch (e) { quiet(e); }
+  }
+
+  // followerSeen is told that this node answered as a follower: the page
+  // becomes the pointer to the leader, unless it is already that or the
+  // cluster page.
+  function followerSeen() {
+    state.clustered = true;
+    document.getElementById("nav-cluster").hidden = false;
+    state.cluster = Object.assign({}, state.cluster || { members: [] }, { serving: false });
+    const page = location.hash.replace(/^#\/?/, "").split("/")[0];
+    if (!followerShown && page !== "cluster" && page !== "node") setTimeout(route, 0);
+  }
+
+  // consoleURL is the console of a member at its admin address; an
+  // address without a host (or a wildcard one) is taken on this host.
+  function consoleURL(addr) {
+    const i = addr.lastIndexOf(":");
+    let host = addr.slice(0, i);
+    if (host === "" || host === "0.0.0.0" || host === "[::]" || host === "::") host = location.hostname;
+    return location.protocol + "//" + host + ":" + addr.slice(i + 1) + "/";
+  }
+
+  function leaderOf(st) {
+    return (st.members || []).find((m) => m.id === st.leader && st.leader);
+  }
+
+  // leaderPointer says where the leader's console is (the same page of
+  // it when hash is given), or that none is known.
+  function leaderPointer(st, hash) {
+    const l = leaderOf(st);
+    if (!st.leader) return h("p", { id: "leader-pointer" }, "No leader is known yet: an election is under way, or this node cannot reach a majority of the members.");
+    if (!l || !l.admin) return h("p", { id: "leader-pointer" }, "The leader is ", h("strong", null, st.leader), "; its admin address is not in this node's configuration.");
+    return h("p", { id: "leader-pointer" }, "The leader is ", h("strong", null, st.leader), ": its console is at ",
+      h("a", { href: consoleURL(l.admin) + (hash || ""), id: "leader-link" }, l.admin), ".");
+  }
+
+  const PAGE_TITLES = { overview: "Overview", destinations: "Destinations", subscriptions: "Durable subscriptions", subscription: "Durable subscription",
+    connections: "Connections", node: "Node", queue: "Queue", topic: "Topic", "temp-queue": "Temporary queue", "temp-topic": "Temporary topic" };
+
+  // followerPage stands for page on a follower: where the leader is, and
+  // the cluster page; it becomes page itself once this node leads.
+  function followerPage(page) {
+    followerShown = true;
+    const box = h("div", { class: "card follower-note", id: "follower-note" });
+    main.append(h("h1", null, PAGE_TITLES[page] || "Sluice"), box);
+    const self = (st) => "This node" + (st.nodeId ? ", " + st.nodeId + "," : "");
+    const show = (st) => box.replaceChildren(...(st.role === "leader"
+      ? [h("p", null, self(st) + " has just become the leader: this page comes once its engine has opened.")]
+      : [h("p", null, self(st) + " is a " + (st.role || "follower") +
+        " of a cluster: only the leader has an engine, so the broker's destinations, connections and counters are on the leader's console."),
+      leaderPointer(st, location.hash)]),
+      h("p", null, h("a", { href: "#/cluster", id: "follower-cluster-link" }, "See the cluster from this node"), "."));
+    show(state.cluster || {});
+    every(2000, async () => {
+      let st;
+      try { st = await api("GET", "/api/cluster"); } catch (e) { quiet(e); return; }
+      state.cluster = st;
+      if (st.serving) { route(); return; }
+      show(st);
+    });
+  }
+
+  const ROLE_BADGES = { leader: "green", follower: "blue", candidate: "orange", shutdown: "red", unknown: "gray" };
+  function roleBadge(role) { return h("span", { class: "badge " + (ROLE_BADGES[role] || "gray") }, role); }
+  function fmtAge(sec) { return (sec < 10 ? sec.toFixed(1) + " s" : fmtDuration(sec)) + " ago"; }
+
+  // clusterPage shows the node's view of the cluster: its role, term and
+  // raft indexes, and every member with its addresses.
+  function clusterPage() {
+    if (!state.clustered) {
+      main.append(h("h1", null, "Cluster"), h("p", { class: "muted", id: "cluster-single" },
+        "This broker is a single node: its configuration has no [cluster] section."));
+      return;
+    }
+    const banner = h("div", { id: "cluster-banner" });
+    const cards = h("div", { class: "cards", id: "cluster-cards" });
+    const members = h("div", { id: "cluster-members" });
+    const note = h("p", { class: "muted", id: "cluster-note" });
+    main.append(h("h1", null, "Cluster"), banner, cards, members, note);
+    every(2000, async () => {
+      let st;
+      try { st = await api("GET", "/api/cluster"); } catch (e) { quiet(e); return; }
+      state.cluster = st;
+      const leading = st.role === "leader";
+      banner.replaceChildren(st.serving ? "" : h("div", { class: "card follower-note", id: "cluster-follower-note" },
+        h("p", null, "This node is a " + st.role + ": it serves no clients, and the other pages of this console point to the leader's."),
+        leaderPointer(st, "#/cluster")));
+      cards.replaceChildren(
+        stat("This node", st.nodeId, "cluster-node"),
+        stat("Role", st.role, "cluster-role", "This node's raft state"),
+        stat("Leader", st.leader || "none known", "cluster-leader"),
+        stat("Term", fmtNum(st.term), "cluster-term", st.serving ? "Serving clients since term " + st.epoch : "The raft term this node knows"),
+        stat("Serving clients", st.serving ? "yes" : "no", "cluster-serving", "Only the leader's engine serves clients"),
+        stat("Commit index", fmtNum(st.commitIndex), "cluster-commit", "The last raft log entry this node knows committed"),
+        stat("Applied index", fmtNum(st.appliedIndex), "cluster-applied", "The last entry applied to this node's state"),
+        stat("Last index", fmtNum(st.lastIndex), "cluster-last", "The last entry in this node's raft log"),
+        stat("Last contact", leading ? "leading" : (st.lastContactAgeSeconds != null ? fmtAge(st.lastContactAgeSeconds) : "never"), "cluster-contact",
+          "When this node last heard from the leader"));
+      const dash = (v) => v || h("span", { class: "muted" }, "–");
+      const rows = (st.members || []).map((m) => h("tr", { dataset: { member: m.id }, class: m.self ? "self" : null },
+        h("td", null, h("strong", null, m.id), m.self ? [" ", h("span", { class: "badge gray" }, "this node")] : null),
+        h("td", { class: "member-role" }, roleBadge(m.role)),
+        h("td", null, m.voter ? "voter" : "non-voter"),
+        h("td", { class: "mono" }, m.raft),
+        h("td", { class: "mono" }, dash(m.stomp)),
+        h("td", { class: "mono" }, dash(m.amqp)),
+        h("td", { class: "mono" }, m.admin && !m.self ? h("a", { href: consoleURL(m.admin) + "#/cluster", class: "member-console" }, m.admin) : dash(m.admin)),
+        h("td", { class: "member-contact" }, m.lastContactAgeSeconds != null ? fmtAge(m.lastContactAgeSeconds)
+          : h("span", { class: "muted" }, m.self && leading ? "this node leads" : "–")),
+        m.self ? [num(st.commitIndex), num(st.appliedIndex), num(st.lastIndex)]
+          : [1, 2, 3].map(() => h("td", { class: "num muted" }, "–"))));
+      members.replaceChildren(table(["Member", "Role", "Suffrage", "Raft", "STOMP", "AMQP", "Admin", "Last contact", "Commit#", "Applied#", "Last#"],
+        rows, "No members: this node has not read the raft configuration.", { id: "members-table" }));
+      note.textContent = "Roles, last contact and indexes are this node's view (" + st.nodeId + "). Raft does not tell a node the others' state: " +
+        "a member other than this node and its leader shows as unknown, and a leader cannot tell when each follower last answered " +
+        "(the raft library keeps that to itself). " + (leading ? "" : "Last contact is when this node last heard from the leader. ") +
+        "Open a member's console, at its admin address, for its own view. Refreshed every 2 s.";
+    });
+  }
+
   // ---------------------------------------------------------------- start
 
   (async function start() {
     try {
       const r = await api("GET", "/api/whoami");
       setUser(r);
+      await loadCluster();
       route();
     } catch (e) {
       if (e.status !== 401) main.append(h("p", { class: "error" }, e.message));

@@ -9,7 +9,9 @@
 // or $SCREENSHOTS/console-*.png). A second test logs in as a monitor, a
 // read-only user, on the admin server of fixture/ (a realm with an
 // administrator, a monitor and a messaging user): it sees the connections
-// but cannot purge, publish or get.
+// but cannot purge, publish or get. A third starts a three-node cluster
+// and reads the Cluster page on the leader and on a follower, whose other
+// pages link to the leader's console.
 //
 // Run: make console-test (builds bin/sluice and bin/console-fixture
 // first), or SLUICE_BIN=path/to/sluice FIXTURE_BIN=path/to/fixture
@@ -271,6 +273,7 @@ test("web console: log in, create queues, send through STOMP, browse, move", { t
   await page.click("#login-submit");
   await page.locator("#stat-queues").waitFor();
   assert.match(await page.textContent("#who"), /Logged in as ops/);
+  assert.ok(await page.locator("#nav-cluster").isHidden(), "a single node has no Cluster tab");
 
   // Create two queues from the Destinations page.
   await page.click('nav a[data-page="destinations"]');
@@ -565,4 +568,169 @@ test("web console: a monitor sees the connections but cannot purge", { timeout: 
   assert.equal(await depth(), 2, "the refused purge deleted nothing");
 
   assert.deepEqual(problems, [], "the console ran without errors and fetched nothing from elsewhere");
+});
+
+// startCluster starts three `sluice serve` nodes of one cluster on free
+// loopback ports, each with the administrator USER, and returns their
+// admin bases, IDs and processes; cleanup stops them.
+async function startCluster(cleanup) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-webtest-cluster-"));
+  const hash = execFileSync(sluiceBin, ["admin", "hash-password"], { input: PASSWORD + "\n" }).toString().trim();
+  const nodes = [];
+  for (let i = 0; i < 3; i++) {
+    nodes.push({ id: "n" + (i + 1), raft: await freePort(), stomp: await freePort(), amqp: await freePort(), admin: await freePort() });
+  }
+  const members = nodes.map((n) => [
+    `[[cluster.members]]`, `id = "${n.id}"`, `raft = "127.0.0.1:${n.raft}"`, `stomp = "127.0.0.1:${n.stomp}"`,
+    `amqp = "127.0.0.1:${n.amqp}"`, `admin = "127.0.0.1:${n.admin}"`].join("\n")).join("\n");
+  for (const n of nodes) {
+    n.base = "http://127.0.0.1:" + n.admin;
+    n.addr = "127.0.0.1:" + n.admin;
+    const conf = path.join(tmp, n.id + ".toml");
+    fs.writeFileSync(conf, [
+      `data = ${JSON.stringify(path.join(tmp, n.id))}`,
+      `log_level = "warn"`,
+      `consume_before_store = false`,
+      `[listeners]`,
+      `stomp = "127.0.0.1:${n.stomp}"`,
+      `amqp = "127.0.0.1:${n.amqp}"`,
+      `admin = "127.0.0.1:${n.admin}"`,
+      `websocket = ""`,
+      `[[admin.users]]`,
+      `name = "${USER}"`,
+      `password_hash = "${hash}"`,
+      `[cluster]`,
+      `node_id = "${n.id}"`,
+      `bootstrap = true`,
+      members,
+      ``,
+    ].join("\n"));
+    n.proc = spawn(sluiceBin, ["serve", "--config", conf], { stdio: ["ignore", "inherit", "inherit"] });
+    n.exited = false;
+    n.proc.on("exit", () => { n.exited = true; });
+  }
+  cleanup.push(async () => {
+    for (const n of nodes) if (!n.exited) n.proc.kill("SIGTERM");
+    for (const n of nodes) await waitFor(n.id + " to stop", () => n.exited, 20000).catch(() => n.proc.kill("SIGKILL"));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  return nodes;
+}
+
+// leaderOf waits for the one node whose /readyz is 200: the leader, serving.
+async function leaderOf(nodes) {
+  return waitFor("a leader", async () => {
+    const ready = [];
+    for (const n of nodes) {
+      if (n.exited) continue;
+      try { if ((await fetch(n.base + "/readyz")).status === 200) ready.push(n); } catch (e) { /* not up yet */ }
+    }
+    return ready.length === 1 && ready[0];
+  }, 30000);
+}
+
+// memberRows reads the members table: id → {role, contact, commit, applied, last}.
+async function memberRows(page) {
+  return page.locator("#members-table tbody tr[data-member]").evaluateAll((rs) => Object.fromEntries(rs.map((r) => [r.dataset.member, {
+    role: r.querySelector("td.member-role").textContent,
+    self: r.classList.contains("self"),
+    contact: r.querySelector("td.member-contact").textContent,
+    commit: r.children[8].textContent, applied: r.children[9].textContent, last: r.children[10].textContent,
+  }])));
+}
+
+test("web console: the cluster page on the leader and on a follower", { timeout: 180000 }, async (t) => {
+  assert.ok(fs.existsSync(sluiceBin), "no sluice binary at " + sluiceBin + ": run make console-test (or set SLUICE_BIN)");
+  assert.ok(fs.existsSync(chromiumPath), "no Chromium at " + chromiumPath + ": apt-get install chromium");
+  fs.mkdirSync(shotDir, { recursive: true });
+  const cleanup = [];
+  t.after(async () => {
+    for (const fn of cleanup.reverse()) {
+      try { await fn(); } catch (e) { /* best effort */ }
+    }
+  });
+  const nodes = await startCluster(cleanup);
+  const leader = await leaderOf(nodes);
+  const followers = nodes.filter((n) => n !== leader);
+  const asOps = { Authorization: "Basic " + Buffer.from(USER + ":" + PASSWORD).toString("base64") };
+  // Some entries to index: queues created on the leader.
+  for (const name of ["orders", "audit"]) {
+    const r = await fetch(leader.base + "/api/destinations", { method: "POST", headers: { ...asOps, "Content-Type": "application/json" }, body: JSON.stringify({ kind: "queue", name }) });
+    assert.equal(r.status, 201, "create " + name + " on the leader");
+  }
+
+  // On the leader: the Cluster tab, this node leading, the others unknown
+  // (the leader cannot see them), its indexes.
+  const onLeader = await openConsole(leader.base, cleanup);
+  await onLeader.page.goto(leader.base + "/");
+  await login(onLeader.page, USER, PASSWORD);
+  await onLeader.page.locator("#stat-queues").waitFor();
+  await onLeader.page.click("#nav-cluster");
+  await onLeader.page.locator("#members-table tbody tr[data-member]").nth(2).waitFor();
+  assert.equal(await onLeader.page.textContent("#cluster-role .v"), "leader");
+  assert.equal(await onLeader.page.textContent("#cluster-leader .v"), leader.id);
+  assert.equal(await onLeader.page.textContent("#cluster-contact .v"), "leading");
+  let rows = await memberRows(onLeader.page);
+  assert.deepEqual(Object.keys(rows).sort(), ["n1", "n2", "n3"]);
+  assert.deepEqual(rows[leader.id], { ...rows[leader.id], role: "leader", self: true, contact: "this node leads" });
+  assert.ok(Number(rows[leader.id].commit.replace(/,/g, "")) >= 2, "the leader's commit index counts the creations: " + rows[leader.id].commit);
+  assert.match(rows[leader.id].applied, /^\d[\d,]*$/);
+  for (const f of followers) assert.deepEqual([rows[f.id].role, rows[f.id].commit], ["unknown", "–"], f.id + " on the leader's page");
+  assert.match(await onLeader.page.textContent("#cluster-note"), /a leader cannot tell when each follower last answered/);
+  assert.ok(await onLeader.page.locator("#cluster-follower-note").count() === 0, "no follower note on the leader");
+  await onLeader.shot("cluster");
+  await onLeader.page.setViewportSize({ width: 800, height: 900 });
+  assert.ok(await onLeader.page.evaluate(() => document.documentElement.scrollWidth) <= 800, "the cluster page fits 800 px");
+
+  // On a follower: the console and its login are served; the overview
+  // points to the leader's console; the cluster page shows this node
+  // following, the leader with this node's last contact, the third
+  // member unknown.
+  const f = followers[0];
+  const onFollower = await openConsole(f.base, cleanup);
+  await onFollower.page.goto(f.base + "/");
+  await login(onFollower.page, USER, PASSWORD);
+  await onFollower.page.locator("#follower-note").waitFor();
+  assert.match(await onFollower.page.textContent("#follower-note"), new RegExp("This node, " + f.id + ", is a follower"));
+  assert.equal(await onFollower.page.textContent("#leader-link"), leader.addr);
+  assert.equal(await onFollower.page.getAttribute("#leader-link", "href"), leader.base + "/");
+  await onFollower.shot("follower");
+  // The node page is the follower's own: its process and data directory.
+  await onFollower.page.click('nav a[data-page="node"]');
+  await onFollower.page.locator("#node-rss .v", { hasText: /[KMG]iB$/ }).waitFor();
+  assert.match(await onFollower.page.textContent("#node-data-path"), new RegExp(f.id + "$"));
+  await onFollower.page.click('nav a[data-page="overview"]');
+  await onFollower.page.click("#follower-cluster-link");
+  await onFollower.page.locator("#members-table tbody tr[data-member]").nth(2).waitFor();
+  assert.equal(await onFollower.page.textContent("#cluster-role .v"), "follower");
+  await onFollower.page.locator("#cluster-follower-note #leader-link").waitFor();
+  rows = await memberRows(onFollower.page);
+  assert.equal(rows[f.id].role, "follower");
+  assert.ok(rows[f.id].self);
+  assert.equal(rows[leader.id].role, "leader");
+  assert.match(rows[leader.id].contact, /^\d+\.\d s ago$/, "the follower's last contact with the leader: " + rows[leader.id].contact);
+  const third = followers[1];
+  assert.equal(rows[third.id].role, "unknown");
+  await onFollower.page.locator(`#members-table tr[data-member="${f.id}"] td:nth-child(9)`, { hasText: /^[1-9]/ }).waitFor();
+  assert.match(await onFollower.page.textContent("#cluster-contact .v"), /s ago$/);
+  await onFollower.shot("cluster-follower");
+
+  assert.deepEqual(onLeader.problems, [], "the leader's console ran without errors and fetched nothing from elsewhere");
+  await onLeader.page.close(); // its node is going away
+
+  // The leader stops: the follower's page, refreshing, shows the new one.
+  leader.proc.kill("SIGTERM");
+  await waitFor("the old leader to stop", () => leader.exited, 20000);
+  const next = await leaderOf(nodes);
+  await onFollower.page.locator("#cluster-leader .v", { hasText: next.id }).waitFor({ timeout: 20000 });
+  rows = await memberRows(onFollower.page);
+  assert.equal(rows[next.id].role, "leader");
+  assert.equal(rows[leader.id].role, "unknown", "the stopped leader is unknown");
+  if (next === f) {
+    // This node leads now: its overview is its own.
+    await onFollower.page.click('nav a[data-page="overview"]');
+    await onFollower.page.locator("#stat-queues .v", { hasText: "2" }).waitFor();
+  }
+
+  assert.deepEqual(onFollower.problems, [], "the follower's console ran without errors and fetched nothing from elsewhere");
 });
