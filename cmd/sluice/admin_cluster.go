@@ -26,6 +26,7 @@ type admClusterStatus struct {
 		Voter  bool   `json:"voter"`
 		Leader bool   `json:"leader"`
 		Self   bool   `json:"self"`
+		Role   string `json:"role"`
 		STOMP  string `json:"stomp"`
 		AMQP   string `json:"amqp"`
 		Admin  string `json:"admin"`
@@ -91,9 +92,15 @@ func (c *adminClient) printCluster(st admClusterStatus) {
 	fmt.Fprintf(c.out, "log: commit %d, applied %d, last %d\n", st.CommitIndex, st.AppliedIndex, st.LastIndex)
 	var rows [][]string
 	for _, m := range st.Members {
-		role := "follower"
-		if m.Leader {
+		// The node's own view: its own role, the leader it knows, and
+		// "unknown" for members it cannot see (raft does not tell).
+		role := m.Role
+		switch {
+		case role != "":
+		case m.Leader:
 			role = "leader"
+		default:
+			role = "follower"
 		}
 		if !m.Voter {
 			role += " (non-voter)"
