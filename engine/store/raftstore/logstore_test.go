@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -112,5 +113,65 @@ func TestEntryCodec(t *testing.T) {
 		if _, err := decodeOps(bad); err == nil {
 			t.Fatalf("corrupt entry %x decoded", bad)
 		}
+	}
+}
+
+// The WAL backend, as raft uses it after a leader change: a suffix of
+// uncommitted entries is deleted (a tail truncation) and new ones are
+// appended; after a close (or a crash: the WAL is not closed), the log
+// opens again with every kept entry readable. raft-wal v0.4.0 left the
+// truncated segment sealed without its index, and the next start
+// panicked ("sealed segment has no index block"); v0.4.1 fixed it.
+func TestWALTailTruncationSurvivesRestart(t *testing.T) {
+	for _, closeIt := range []bool{true, false} {
+		name := map[bool]string{true: "closed", false: "crashed"}[closeIt]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			hl := hclogFor(slog.New(slog.DiscardHandler))
+			l, err := openLogBackend(dir, 0, hl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			put := func(l logBackend, from, to, term uint64) {
+				t.Helper()
+				var logs []*raft.Log
+				for i := from; i <= to; i++ {
+					logs = append(logs, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte{byte(i), byte(term)}})
+				}
+				if err := l.StoreLogs(logs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put(l, 1, 10, 1)
+			if err := l.DeleteRange(8, 10); err != nil { // the suffix a new leader does not have
+				t.Fatal(err)
+			}
+			put(l, 8, 12, 2)
+			if closeIt {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else if w, ok := l.(*walLog); ok {
+				_ = w.meta.Close() // release its file lock, as the process's death would
+			}
+			l2, err := openLogBackend(dir, 0, hl)
+			if err != nil {
+				t.Fatalf("reopen after a tail truncation: %v", err)
+			}
+			defer l2.Close()
+			for i := uint64(1); i <= 12; i++ {
+				var got raft.Log
+				if err := l2.GetLog(i, &got); err != nil {
+					t.Fatalf("entry %d after reopening: %v", i, err)
+				}
+				want := uint64(1)
+				if i >= 8 {
+					want = 2
+				}
+				if got.Term != want || got.Data[0] != byte(i) {
+					t.Fatalf("entry %d after reopening: term %d data %v, want term %d", i, got.Term, got.Data, want)
+				}
+			}
+		})
 	}
 }
