@@ -231,12 +231,15 @@ func (c *clusterNode) run() {
 // makes them the serving term.
 func (c *clusterNode) openTerm(epoch uint64) error {
 	b := c.b
-	// Every entry of earlier terms, and of an engine fenced by an unknown
-	// outcome, is applied here before the engine reads the state.
-	if err := c.rs.Barrier(raftstore.DefaultApplyTimeout); err != nil {
-		return fmt.Errorf("barrier: %w", err)
+	// A new writer generation: every entry of earlier terms, and of an
+	// engine fenced by an unknown outcome, is applied here before the
+	// engine reads the state, and none of their writes that reach the log
+	// later is applied.
+	gen, err := c.rs.Begin(raftstore.DefaultApplyTimeout)
+	if err != nil {
+		return fmt.Errorf("begin the term's writer generation: %w", err)
 	}
-	fs := &fencedStore{rs: c.rs}
+	fs := &fencedStore{rs: c.rs, gen: gen}
 	fs.onIndeterminate = func() { c.poke() }
 	ecfg := c.engineBase
 	ecfg.Store = fs
@@ -385,9 +388,13 @@ var errFenced = errors.New("cluster: this node's leadership term has ended; the 
 // fencedStore is the engine's store in one term: the raft store, refusing
 // every write once the term is fenced. A write whose outcome is unknown
 // (store.ErrIndeterminate) fences the term itself, so the engine that
-// saw it makes no further write and is rebuilt from the store.
+// saw it makes no further write and is rebuilt from the store. Its writes
+// carry the term's writer generation (raftstore.Store.Begin), so a write
+// it had queued before it was fenced, which reaches the log after the next
+// term began, is applied nowhere (raftstore.ErrStale).
 type fencedStore struct {
 	rs              *raftstore.Store
+	gen             uint64 // the term's writer generation; 0 in tests of the fence alone
 	onIndeterminate func()
 	closed          atomic.Bool
 }
@@ -413,7 +420,7 @@ func (s *fencedStore) Update(ctx context.Context, ops []store.Op) error {
 	if s.fenced() {
 		return errFenced
 	}
-	return s.check(s.rs.Update(ctx, ops))
+	return s.check(s.rs.UpdateGen(ctx, s.gen, ops))
 }
 
 // UpdateLinger is Update.
@@ -426,7 +433,7 @@ func (s *fencedStore) Submit(ops []store.Op, linger time.Duration) store.Pending
 	if s.fenced() {
 		return donePending{err: errFenced}
 	}
-	return &fencedPending{Pending: s.rs.Submit(ops, linger), s: s}
+	return &fencedPending{Pending: s.rs.SubmitGen(s.gen, ops, linger), s: s}
 }
 
 func (s *fencedStore) ForEach(bucket string, fn func(key, value []byte) error) error {

@@ -20,14 +20,40 @@ import (
 )
 
 // metaBucket is the reserved bucket of the local state that holds the index
-// of the last entry applied (appliedKey), written in the same transaction as
-// the entry's ops. Readers never see it; writers may not touch it.
+// of the last entry applied (appliedKey) and the current writer generation
+// (genKey), written in the same transaction as the entries' ops. Readers
+// never see it; writers may not touch it.
 const metaBucket = "\x00raftstore"
 
-var appliedKey = []byte("applied")
+var (
+	appliedKey = []byte("applied")
+	genKey     = []byte("generation")
+)
 
-// entryVersion is the first byte of every log entry this package writes.
-const entryVersion = 1
+// The first byte of every log entry this package writes.
+const (
+	// entryVersion: ops that apply whatever the generation.
+	entryVersion = 1
+	// entryGenOps: a uvarint generation, then ops that apply only while
+	// that generation is the current one.
+	entryGenOps = 2
+	// entryBegin: nothing more; a new generation begins, numbered by the
+	// entry's log index (see Store.Begin).
+	entryBegin = 3
+)
+
+// StaleError is the error of a write made for a generation that had ended
+// when its entry was applied (see Store.Begin): raft committed the entry,
+// but every node skipped it, so nothing of it was applied anywhere. It
+// matches ErrStale.
+type StaleError struct{ Gen, Current uint64 }
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("raftstore: a write of writer generation %d reached the log after generation %d began: nothing of it was applied", e.Gen, e.Current)
+}
+
+// Is makes errors.Is(err, ErrStale) true.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
 // fsm applies log entries to the local boltstore. raft calls ApplyBatch,
 // Snapshot and Restore from one goroutine, never at the same time.
@@ -73,6 +99,7 @@ type fsm struct {
 
 	// Owned by raft's FSM goroutine (and Open before raft starts).
 	applied uint64 // index of the last command entry applied (pending or in state)
+	gen     uint64 // the current writer generation (0: none begun)
 
 	kick     chan struct{} // cap 1: flush soon
 	stop     chan struct{} // closed by stopFlusher
@@ -86,32 +113,41 @@ type fsm struct {
 // into the entry's data, which raft does not reuse.
 type pendEntry struct {
 	index uint64
+	gen   uint64 // the generation once it is applied
 	ops   []store.Op
 	bytes int
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
 
-func (f *fsm) readApplied() (uint64, bool, error) {
+// readMeta reads a number of the reserved bucket; ok is false when it is
+// not there.
+func (f *fsm) readMeta(key []byte) (uint64, bool, error) {
 	var v []byte
-	err := f.state.Get(metaBucket, [][]byte{appliedKey}, func(_ int, b []byte) error {
+	err := f.state.Get(metaBucket, [][]byte{key}, func(_ int, b []byte) error {
 		v = append([]byte(nil), b...)
 		return nil
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("read applied index: %w", err)
+		return 0, false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if v == nil {
 		return 0, false, nil
 	}
 	if len(v) != 8 {
-		return 0, false, fmt.Errorf("read applied index: %d bytes, want 8", len(v))
+		return 0, false, fmt.Errorf("read %s: %d bytes, want 8", key, len(v))
 	}
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-func appliedOp(index uint64) store.Op {
-	return store.Op{Kind: store.Put, Bucket: metaBucket, Key: appliedKey, Value: binary.BigEndian.AppendUint64(nil, index)}
+func (f *fsm) readApplied() (uint64, bool, error) { return f.readMeta(appliedKey) }
+
+// metaOps record the applied index and the generation.
+func metaOps(index, gen uint64) []store.Op {
+	return []store.Op{
+		{Kind: store.Put, Bucket: metaBucket, Key: appliedKey, Value: binary.BigEndian.AppendUint64(nil, index)},
+		{Kind: store.Put, Bucket: metaBucket, Key: genKey, Value: binary.BigEndian.AppendUint64(nil, gen)},
+	}
 }
 
 // Apply applies one entry.
@@ -120,8 +156,10 @@ func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // ApplyBatch applies committed entries: it queues them for the flusher (see
 // Deferred application). An entry at or below the applied index is already
 // applied (raft replays the log after the last snapshot on a restart) and
-// is skipped. The response of an entry is nil or the error that keeps it,
-// and every entry after it, out of the local state.
+// is skipped. The response of an entry is nil, the new generation (a
+// uint64) for a generation's beginning, a *StaleError for a write of an
+// ended generation (skipped on every node alike), or the error that keeps
+// it, and every entry after it, out of the local state.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	resp := make([]any, len(logs))
 	f.pmu.Lock()
@@ -134,13 +172,22 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			resp[i] = failed
 			continue
 		}
-		ops, err := decodeOps(l.Data)
+		kind, gen, ops, err := decodeEntry(l.Data)
 		if err != nil {
 			failed = f.failLocked(l.Index, err)
 			resp[i] = failed
 			continue
 		}
-		f.pend = append(f.pend, pendEntry{index: l.Index, ops: ops, bytes: len(l.Data)})
+		switch {
+		case kind == entryBegin:
+			f.gen = l.Index
+			resp[i] = f.gen
+			ops = nil
+		case kind == entryGenOps && gen != f.gen:
+			resp[i] = &StaleError{Gen: gen, Current: f.gen}
+			ops = nil
+		}
+		f.pend = append(f.pend, pendEntry{index: l.Index, gen: f.gen, ops: ops, bytes: len(l.Data)})
 		f.pendBytes += len(l.Data)
 		f.applied = l.Index
 	}
@@ -198,8 +245,8 @@ func (f *fsm) flush() error {
 			bytes += pend[j].bytes
 			j++
 		}
-		last := pend[j-1].index
-		if err := f.state.Update(context.Background(), append(ops, appliedOp(last))); err != nil {
+		last := pend[j-1]
+		if err := f.state.Update(context.Background(), append(ops, metaOps(last.index, last.gen)...)); err != nil {
 			f.pmu.Lock()
 			err = f.failLocked(pend[i].index, err)
 			f.pmu.Unlock()
@@ -307,8 +354,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	var (
 		ops     []store.Op
-		bytes   int
-		applied []byte
+		bytes        int
+		applied, gen []byte
 	)
 	flush := func() error {
 		if len(ops) == 0 {
@@ -322,8 +369,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		n := 0
 		err := each(func(k, v []byte) error {
 			if bucket == metaBucket {
-				if string(k) == string(appliedKey) {
+				switch string(k) {
+				case string(appliedKey):
 					applied = append([]byte(nil), v...)
+				case string(genKey):
+					gen = append([]byte(nil), v...)
 				}
 				return nil
 			}
@@ -348,14 +398,22 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	var index uint64
+	var index, g uint64
 	if len(applied) == 8 {
 		index = binary.BigEndian.Uint64(applied)
 	}
-	if err := f.state.Update(ctx, []store.Op{appliedOp(index)}); err != nil {
+	if len(gen) == 8 {
+		g = binary.BigEndian.Uint64(gen)
+	}
+	// The generation first: the applied index, written last, marks the
+	// restore whole.
+	if err := f.state.Update(ctx, metaOps(index, g)[1:]); err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	f.applied = index
+	if err := f.state.Update(ctx, metaOps(index, g)[:1]); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	f.applied, f.gen = index, g
 	f.pmu.Lock()
 	f.failed = nil
 	f.pmu.Unlock()
@@ -393,12 +451,42 @@ func encodeOps(dst []byte, ops []store.Op) []byte {
 
 var errBadEntry = errors.New("raftstore: corrupt log entry")
 
-// decodeOps decodes an entry; the ops' slices point into data.
-func decodeOps(data []byte) ([]store.Op, error) {
-	if len(data) == 0 || data[0] != entryVersion {
-		return nil, errBadEntry
+// encodeHeader starts an entry of ops for generation gen (0: any).
+func encodeHeader(dst []byte, gen uint64) []byte {
+	if gen == 0 {
+		return append(dst, entryVersion)
 	}
-	b := data[1:]
+	return binary.AppendUvarint(append(dst, entryGenOps), gen)
+}
+
+// decodeEntry decodes an entry: its kind, its generation (entryGenOps) and
+// its ops, whose slices point into data.
+func decodeEntry(data []byte) (kind byte, gen uint64, ops []store.Op, err error) {
+	if len(data) == 0 {
+		return 0, 0, nil, errBadEntry
+	}
+	switch kind, data = data[0], data[1:]; kind {
+	case entryVersion:
+	case entryGenOps:
+		g, n := binary.Uvarint(data)
+		if n <= 0 || g == 0 {
+			return 0, 0, nil, errBadEntry
+		}
+		gen, data = g, data[n:]
+	case entryBegin:
+		if len(data) != 0 {
+			return 0, 0, nil, errBadEntry
+		}
+		return kind, 0, nil, nil
+	default:
+		return 0, 0, nil, errBadEntry
+	}
+	ops, err = decodeOps(data)
+	return kind, gen, ops, err
+}
+
+// decodeOps decodes the ops of an entry, after its header.
+func decodeOps(b []byte) ([]store.Op, error) {
 	field := func() ([]byte, bool) {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {

@@ -95,22 +95,34 @@ func TestEntryCodec(t *testing.T) {
 		{Kind: store.Delete, Bucket: "queue/a", Key: []byte("k0")},
 		{Kind: store.DeleteBucket, Bucket: "gone"},
 	}
-	data := encodeOps([]byte{entryVersion}, in)
-	out, err := decodeOps(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != len(in) {
-		t.Fatalf("decoded %d ops, want %d", len(out), len(in))
-	}
-	for i := range in {
-		a, b := in[i], out[i]
-		if a.Kind != b.Kind || a.Bucket != b.Bucket || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) {
-			t.Fatalf("op %d decoded as %+v, want %+v", i, b, a)
+	for _, gen := range []uint64{0, 1, 300} {
+		data := encodeOps(encodeHeader(nil, gen), in)
+		kind, g, out, err := decodeEntry(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]byte{true: entryVersion, false: entryGenOps}[gen == 0]; kind != want || g != gen {
+			t.Fatalf("generation %d decoded as kind %d generation %d", gen, kind, g)
+		}
+		if len(out) != len(in) {
+			t.Fatalf("decoded %d ops, want %d", len(out), len(in))
+		}
+		for i := range in {
+			a, b := in[i], out[i]
+			if a.Kind != b.Kind || a.Bucket != b.Bucket || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) {
+				t.Fatalf("op %d decoded as %+v, want %+v", i, b, a)
+			}
+		}
+		if _, _, _, err := decodeEntry(data[:len(data)-3]); err == nil {
+			t.Fatalf("truncated entry %x decoded", data[:len(data)-3])
 		}
 	}
-	for _, bad := range [][]byte{nil, data[1:], data[:len(data)-3], append([]byte{9}, data[1:]...)} {
-		if _, err := decodeOps(bad); err == nil {
+	data := encodeOps(encodeHeader(nil, 0), in)
+	if kind, _, ops, err := decodeEntry([]byte{entryBegin}); err != nil || kind != entryBegin || ops != nil {
+		t.Fatalf("a generation's beginning decoded as %d, %v, %v", kind, ops, err)
+	}
+	for _, bad := range [][]byte{nil, append([]byte{9}, data[1:]...), append([]byte{entryGenOps, 0}, data[1:]...), {entryBegin, 1}} {
+		if _, _, _, err := decodeEntry(bad); err == nil {
 			t.Fatalf("corrupt entry %x decoded", bad)
 		}
 	}

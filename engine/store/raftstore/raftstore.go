@@ -114,6 +114,11 @@ var ErrNotLeader = errors.New("raftstore: not the leader")
 // their view as unknown and rebuild it from the store of a current leader.
 var ErrIndeterminate = store.ErrIndeterminate
 
+// ErrStale is matched (errors.Is) by the *StaleError of a write made for
+// a writer generation that had ended when its entry was applied (see
+// Begin). Nothing of such a write was applied, on any node.
+var ErrStale = errors.New("raftstore: write of an ended writer generation")
+
 // NotLeaderError is the error of a write on a node that is not the leader.
 type NotLeaderError struct {
 	// LeaderAddr and LeaderID name the current leader as this node knows
@@ -259,6 +264,7 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 type request struct {
+	gen  uint64 // the writer generation it was made for (0: any)
 	data []byte // encoded ops
 	nops int
 	done chan error // cap 1; Update's
@@ -323,7 +329,12 @@ func (s *Store) UpdateLinger(ctx context.Context, ops []store.Op, _ time.Duratio
 // Pending's Err is what Update would have returned. Linger is not waited
 // for (see UpdateLinger), so Withdraw succeeds only while the batch waits
 // for an in-flight slot.
-func (s *Store) Submit(ops []store.Op, _ time.Duration) store.Pending {
+func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
+	return s.SubmitGen(0, ops, linger)
+}
+
+// SubmitGen is Submit for writer generation gen (see Begin); 0 is any.
+func (s *Store) SubmitGen(gen uint64, ops []store.Op, _ time.Duration) store.Pending {
 	p := &pending{s: s, fin: make(chan struct{})}
 	done := func(err error) store.Pending {
 		p.err = err
@@ -342,7 +353,7 @@ func (s *Store) Submit(ops []store.Op, _ time.Duration) store.Pending {
 	if s.raft.State() != raft.Leader {
 		return done(s.notLeader(nil))
 	}
-	r := &request{data: encodeOps(nil, ops), nops: len(ops), sub: p}
+	r := &request{gen: gen, data: encodeOps(nil, ops), nops: len(ops), sub: p}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -430,6 +441,9 @@ func Open(opts Options) (*Store, error) {
 		return fail(err)
 	}
 	f.applied = applied
+	if f.gen, _, err = f.readMeta(genKey); err != nil {
+		return fail(err)
+	}
 	logs, err := openLogBackend(opts.DataDir, opts.LogSegmentBytes, hclogFor(lg))
 	if err != nil {
 		return fail(err)
@@ -581,6 +595,13 @@ func (s *Store) Snapshot() error {
 // that ends while the batch is still queued withdraws it (ctx.Err(), nothing
 // applied); once raft has it, Update waits for the outcome.
 func (s *Store) Update(ctx context.Context, ops []store.Op) error {
+	return s.UpdateGen(ctx, 0, ops)
+}
+
+// UpdateGen is Update for writer generation gen (see Begin); 0 is any. A
+// write that reaches the log after another generation has begun fails with
+// a *StaleError, applied nowhere.
+func (s *Store) UpdateGen(ctx context.Context, gen uint64, ops []store.Op) error {
 	if s.isClosed() {
 		return fmt.Errorf("raftstore: update: %w", store.ErrClosed)
 	}
@@ -596,7 +617,7 @@ func (s *Store) Update(ctx context.Context, ops []store.Op) error {
 	if s.raft.State() != raft.Leader {
 		return s.notLeader(nil)
 	}
-	r := &request{data: encodeOps(nil, ops), nops: len(ops), done: make(chan error, 1)}
+	r := &request{gen: gen, data: encodeOps(nil, ops), nops: len(ops), done: make(chan error, 1)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -666,7 +687,7 @@ func (s *Store) run() {
 		n, nops, size := 0, 0, 0
 		for n < len(s.queue) {
 			r := s.queue[n]
-			if n > 0 && (nops+r.nops > s.opts.MaxBatchOps || size+len(r.data) > s.opts.MaxBatchBytes) {
+			if n > 0 && (r.gen != s.queue[0].gen || nops+r.nops > s.opts.MaxBatchOps || size+len(r.data) > s.opts.MaxBatchBytes) {
 				break
 			}
 			n++
@@ -684,8 +705,7 @@ func (s *Store) run() {
 		s.queue = s.queue[:rest]
 		s.mu.Unlock()
 
-		entry := make([]byte, 0, 1+size)
-		entry = append(entry, entryVersion)
+		entry := encodeHeader(make([]byte, 0, 11+size), batch[0].gen)
 		for _, r := range batch {
 			entry = append(entry, r.data...)
 		}
@@ -718,6 +738,9 @@ func (s *Store) outcome(fut raft.ApplyFuture) error {
 	case err := <-res:
 		if err != nil {
 			return s.classify("update", err)
+		}
+		if stale, ok := fut.Response().(*StaleError); ok {
+			return stale
 		}
 		if rerr, ok := fut.Response().(error); ok && rerr != nil {
 			// Committed, but this node could not apply it.
@@ -992,6 +1015,33 @@ func (s *Store) Status() (Status, error) {
 		st.Members = append(st.Members, Member{ID: string(srv.ID), Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
 	}
 	return st, nil
+}
+
+// Begin starts a new writer generation, on the leader, and returns its
+// number: from the moment its entry is applied, every write made for an
+// earlier generation (UpdateGen, SubmitGen) that reaches the log is
+// skipped on every node and fails with a *StaleError. A writer that is
+// replaced (an engine fenced, or of an earlier leadership) thus cannot
+// change the state under its successor, even with writes it had queued
+// before it was replaced. Begin is also a barrier: when it returns, every
+// entry before it is applied here. Elsewhere it fails with a
+// *NotLeaderError.
+func (s *Store) Begin(timeout time.Duration) (uint64, error) {
+	if s.isClosed() {
+		return 0, fmt.Errorf("raftstore: begin: %w", store.ErrClosed)
+	}
+	fut := s.raft.Apply([]byte{entryBegin}, timeout)
+	if err := fut.Error(); err != nil {
+		return 0, s.classify("begin", err)
+	}
+	switch r := fut.Response().(type) {
+	case uint64:
+		return r, nil
+	case error:
+		return 0, fmt.Errorf("%w (begin): committed but not applied here: %w", ErrIndeterminate, r)
+	default:
+		return 0, fmt.Errorf("raftstore: begin: unexpected response %T", r)
+	}
 }
 
 // Barrier waits, on the leader, until every entry appended before it is

@@ -654,3 +654,57 @@ func TestDeferredApplyIsReadAndKept(t *testing.T) {
 		})
 	}
 }
+
+// A writer generation fences its predecessors' writes on every node: once
+// Begin has returned a new generation, a write made for an older one fails
+// with ErrStale and is applied nowhere, while writes of the current
+// generation and unchecked ones (generation 0) apply; the generation
+// survives a restart.
+func TestGenerationFencesOlderWriters(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader(10 * time.Second)
+	ctx := context.Background()
+	g1, err := c.nodes[l].Begin(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nodes[l].UpdateGen(ctx, g1, []store.Op{putOp("b", "a-0000", "va-0000")}); err != nil {
+		t.Fatalf("a write of the current generation: %v", err)
+	}
+	g2, err := c.nodes[l].Begin(5 * time.Second)
+	if err != nil || g2 <= g1 {
+		t.Fatalf("second Begin = %d, %v; want a generation above %d", g2, err, g1)
+	}
+	err = c.nodes[l].UpdateGen(ctx, g1, []store.Op{putOp("b", "z-0000", "vz-0000")})
+	var stale *raftstore.StaleError
+	if !errors.Is(err, raftstore.ErrStale) || !errors.As(err, &stale) || stale.Gen != g1 || stale.Current != g2 {
+		t.Fatalf("a write of the ended generation %d: %v; want a StaleError naming %d and %d", g1, err, g1, g2)
+	}
+	p := c.nodes[l].SubmitGen(g1, []store.Op{putOp("b", "z-0001", "vz-0001")}, 0)
+	<-p.Done()
+	if !errors.Is(p.Err(), raftstore.ErrStale) {
+		t.Fatalf("a submitted write of the ended generation: %v", p.Err())
+	}
+	if err := c.nodes[l].UpdateGen(ctx, g2, []store.Op{putOp("b", "a-0001", "va-0001")}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, c.nodes[l], "u", 3) // generation 0: unchecked
+	for i := range c.nodes {
+		waitFor(t, 10*time.Second, c.id(i)+" applies", func() bool { return has(c.nodes[i], "a", 2) && has(c.nodes[i], "u", 3) })
+		found := false
+		_ = c.nodes[i].Get("b", [][]byte{[]byte("z-0000"), []byte("z-0001")}, func(int, []byte) error { found = true; return nil })
+		if found {
+			t.Fatalf("%s holds a write of the ended generation", c.id(i))
+		}
+	}
+	// Restarted, the leader still knows the generation.
+	c.stop(l)
+	c.start(l)
+	l = c.leader(10 * time.Second)
+	if err := c.nodes[l].UpdateGen(ctx, g1, []store.Op{putOp("b", "z-0002", "v")}); !errors.Is(err, raftstore.ErrStale) {
+		t.Fatalf("after a restart, a write of the ended generation: %v", err)
+	}
+	if err := c.nodes[l].UpdateGen(ctx, g2, []store.Op{putOp("b", "a-0002", "va-0002")}); err != nil {
+		t.Fatalf("after a restart, a write of the current generation: %v", err)
+	}
+}
