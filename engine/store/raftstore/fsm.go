@@ -353,7 +353,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("raftstore: restore: clear state: %w", err)
 	}
 	var (
-		ops     []store.Op
+		ops          []store.Op
 		bytes        int
 		applied, gen []byte
 	)
