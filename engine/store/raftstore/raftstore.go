@@ -33,10 +33,13 @@
 //
 // # State, snapshots and restarts
 //
-// The local state is a boltstore file (state.db); the raft log and its
-// stable values are a bbolt file of their own (raft.db, see logStore); raft
-// snapshots go under snapshots/. Each applied batch also records the index of
-// its last entry in a reserved bucket (metaBucket, hidden from readers and
+// The local state is a boltstore file (state.db), written in bulk by a
+// flusher (see fsm: applied entries wait in memory up to
+// Options.FlushInterval; reads write them out first); the raft log and its
+// stable values are a write-ahead log under wal/ (openLogBackend; a node
+// made before it keeps its bbolt raft.db); raft snapshots go under
+// snapshots/. Each flush also records the index of its last entry, and the
+// writer generation, in a reserved bucket (metaBucket, hidden from readers and
 // refused to writers) in the same bbolt transaction, so a restart does not
 // replay entries the state already holds (a replay of older entries would
 // briefly show older values). A snapshot is the state file itself, written
@@ -48,6 +51,15 @@
 // apply that must grow the state file's memory map waits for it. A start
 // also restores when the newest snapshot ends in entries that are not
 // writes (an election's no-op), which is correct but slower than needed.
+//
+// # Writer generations
+//
+// Begin starts a writer generation (numbered by its entry's log index);
+// writes made with UpdateGen or SubmitGen for an older generation that
+// reach the log after it are skipped by every node's FSM alike and fail
+// with a *StaleError (ErrStale): a fence carried in the entries
+// themselves, so that a replaced writer's queued writes cannot land under
+// its successor. Update and Submit (generation 0) are not checked.
 //
 // # Leadership
 //
@@ -165,7 +177,8 @@ type Options struct {
 	// BindAddr is the host:port raft listens on ("127.0.0.1:0" picks a free
 	// port; Addr reports it).
 	BindAddr string
-	// DataDir holds state.db, raft.db and snapshots/.
+	// DataDir holds state.db, wal/ (raft.db on nodes made before the WAL)
+	// and snapshots/.
 	DataDir string
 	// Bootstrap makes a node with no raft state yet start a new cluster of
 	// itself and Peers. A node with state ignores it.
