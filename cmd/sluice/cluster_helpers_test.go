@@ -23,6 +23,7 @@ import (
 // blackNode is one `sluice serve` process of a cluster.
 type blackNode struct {
 	id, conf, data, stomp, admin string
+	amqp                         string // set by the tests that speak AMQP
 	// netns, when set, is the network namespace the process runs in
 	// (`ip netns exec`, which execs it: the process is the broker).
 	netns string
