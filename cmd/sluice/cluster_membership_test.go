@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-stomp/stomp/v3"
 )
 
 // memberSet is the STOMP addresses the load's clients try: the live
@@ -193,7 +195,9 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	left := time.Now()
 	out, err = admRun(t, "http://"+nl.admin, "", "", "cluster", "leave", nl.id)
 	leaveTook := time.Since(left)
-	t.Logf("`cluster leave %s` on %s itself: err %v, output:\n%s", nl.id, nl.id, err, out)
+	if err != nil || !strings.Contains(out, nl.id+" left the cluster") {
+		t.Errorf("`cluster leave %s` on %s itself: %v\n%s", nl.id, nl.id, err, out)
+	}
 	var rest2 []*blackNode
 	for _, n := range rest {
 		if n != nl {
@@ -235,6 +239,10 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	}
 	if nl.ready() {
 		t.Errorf("%s, removed, still says it is ready", nl.id)
+	}
+	if conn, err := stomp.Dial("tcp", nl.stomp, stomp.ConnOpt.HeartBeat(0, 0)); err == nil {
+		_ = conn.Disconnect()
+		t.Errorf("%s, removed, accepted a STOMP client", nl.id)
 	}
 	nl.signal(t, syscall.SIGTERM)
 	more("200 sends confirmed by the two left", 200)
