@@ -141,7 +141,7 @@ func (lab *netLab) heal(i int) {
 // A real network partition of issue #17: three `sluice serve` processes,
 // each in its own network namespace, under a STOMP producer and consumer
 // with a failover list over the three (persistent sends with receipts,
-// client acknowledgements). Each round cuts the leader off from the two
+// client acknowledgements). Each of five rounds cuts the leader off from the two
 // others (the test still reaches all three) while a second producer
 // keeps sending to it alone, and checks that
 //   - the majority side elects a leader that confirms a send within 10 s;
@@ -197,7 +197,7 @@ func TestClusterPartitionLeaderLosesNothingConfirmed(t *testing.T) {
 	defer load.stop()
 
 	var firsts []time.Duration
-	const rounds = 3
+	const rounds = 5
 	for round := range rounds {
 		base := load.count()
 		waitCond(t, 30*time.Second, "200 more sends confirmed", func() bool { return load.count() >= base+200 })
