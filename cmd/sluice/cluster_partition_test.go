@@ -317,7 +317,12 @@ func TestClusterPartitionLeaderLosesNothingConfirmed(t *testing.T) {
 	// hashicorp/raft's pipelined replication a deposed leader's
 	// replication goroutine could stay blocked once a follower refused an
 	// append, and raft's Shutdown waited for it for ever.)
+	failed := t.Failed()
 	for _, n := range nodes {
 		n.signal(t, syscall.SIGTERM)
+	}
+	if !failed && t.Failed() {
+		t.Error("a node did not stop on SIGTERM after the partitions; if its goroutines show raft's netPipeline.AppendEntries " +
+			"blocked under pipelineReplicate, it is hashicorp/raft's pipeline deadlock (raftstore must replicate without the pipeline)")
 	}
 }
