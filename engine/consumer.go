@@ -74,6 +74,10 @@ type Consumer struct {
 
 	local []*ref // taken from buf; owned by the receiving goroutine
 	owed  int    // credit to give back (CreditOnConsume), receiving goroutine
+	// unmarked: local's delivery attempts are not all recorded yet
+	// (receiving goroutine); markFailing: the last try to record them
+	// failed.
+	unmarked, markFailing bool
 
 	recvMu   sync.Mutex // held by Receive while it owns local
 	closed   atomic.Bool
@@ -157,9 +161,33 @@ func (c *Consumer) next(ctx context.Context, stopping <-chan struct{}) (*ref, er
 			c.bufMu.Lock()
 			c.local, c.buf = c.buf, c.local[:0]
 			c.bufMu.Unlock()
-			if len(c.local) > 0 {
-				c.markAttempts(ctx)
+			c.unmarked = len(c.local) > 0
+		}
+		if c.unmarked && len(c.local) > 0 {
+			// A message is not delivered before its delivery attempt is
+			// in the store: delivered unrecorded, it would come back
+			// after a restart (or from a cluster's next leader) as a
+			// first delivery, not flagged redelivered. A write that
+			// fails is tried again until it succeeds or the consumer
+			// closes (which returns the messages to the queue).
+			if err := c.markAttempts(ctx); err != nil {
+				if !c.markFailing {
+					c.q.b.log.Error("record delivery attempts: delivery waits until they are recorded",
+						slog.String("destination", c.q.dest.String()), slog.Any("err", err))
+				}
+				c.markFailing = true
+				select {
+				case <-time.After(markRetry):
+				case <-c.done:
+					return nil, errorf(CodeConsumerClosed, "consumer closed")
+				case <-stopping:
+					return nil, errStopped
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
 			}
+			c.unmarked, c.markFailing = false, false
 		}
 		if len(c.local) > 0 {
 			r := c.local[0]
@@ -193,13 +221,17 @@ func (c *Consumer) giveBack() {
 	c.q.addCredit(c, n, true)
 }
 
+// markRetry is how long a consumer whose delivery attempts could not be
+// recorded waits before trying again.
+const markRetry = 100 * time.Millisecond
+
 // markAttempts writes the coming delivery attempt of each persistent ref in
 // c.local to the store in one update, so that a crash after delivery
 // neither loses the count nor hides that the message was delivered.
-func (c *Consumer) markAttempts(ctx context.Context) {
+func (c *Consumer) markAttempts(ctx context.Context) error {
 	b := c.q.b
 	if b.store == nil {
-		return
+		return nil
 	}
 	var ops []opBuf
 	for _, r := range c.local {
@@ -212,15 +244,15 @@ func (c *Consumer) markAttempts(ctx context.Context) {
 		}
 	}
 	if len(ops) == 0 {
-		return
+		return nil
 	}
 	if err := b.writeMarks(ctx, c.q.bucket, ops); err != nil {
-		b.log.Error("record delivery attempts", slog.String("destination", c.q.dest.String()), slog.Any("err", err))
-		return
+		return err
 	}
 	for _, o := range ops {
 		o.r.marked = o.n
 	}
+	return nil
 }
 
 // Receive waits for the next message, until ctx ends. A stopped connection

@@ -2,90 +2,16 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
 )
-
-// blackNode is one `sluice serve` process of a cluster.
-type blackNode struct {
-	id, conf, data, stomp, admin string
-	cmd                          *exec.Cmd
-	done                         chan error
-}
-
-func (n *blackNode) start(t *testing.T) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMainProcess$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN_ARGS="+strings.Join([]string{"serve", "--config", n.conf, "--data", n.data}, "\n"))
-	log, err := os.OpenFile(n.data+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n.cmd, n.done = cmd, make(chan error, 1)
-	go func() { n.done <- cmd.Wait(); log.Close() }()
-}
-
-func (n *blackNode) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(sig)
-	select {
-	case <-n.done:
-	case <-time.After(30 * time.Second):
-		_ = n.cmd.Process.Kill()
-		t.Errorf("%s did not exit after %v", n.id, sig)
-	}
-	n.cmd = nil
-}
-
-func (n *blackNode) ready() bool {
-	if n.cmd == nil {
-		return false
-	}
-	c := &http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + n.admin + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// blackLedger is what the producer saw.
-type blackLedger struct {
-	mu        sync.Mutex
-	confirmed []string
-	last      time.Time // of the latest confirmation
-}
-
-func (l *blackLedger) add(body string) {
-	l.mu.Lock()
-	l.confirmed = append(l.confirmed, body)
-	l.last = time.Now()
-	l.mu.Unlock()
-}
-
-func (l *blackLedger) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.confirmed)
-}
 
 // The Bar of issue #17 with real processes: three `sluice serve` nodes, a
 // STOMP producer with a failover list sending persistent messages with
@@ -247,22 +173,4 @@ func TestClusterSIGKILLLeaderLosesNothingConfirmed(t *testing.T) {
 			t.Fatalf("%d of %d confirmed messages missing after ten SIGKILLs of the leader", missing, len(want))
 		}
 	}
-}
-
-func waitCond(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
