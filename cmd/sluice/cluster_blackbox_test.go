@@ -45,27 +45,9 @@ func TestClusterSIGKILLLeaderLosesNothingConfirmed(t *testing.T) {
 		for _, n := range nodes {
 			n.signal(t, syscall.SIGTERM)
 		}
-		if t.Failed() {
-			for _, n := range nodes {
-				b, _ := os.ReadFile(n.data + ".log")
-				t.Logf("%s log (tail):\n%s", n.id, tail(string(b), 3000))
-			}
-		}
+		logTails(t, nodes)
 	})
-	leader := func(d time.Duration) int {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for time.Now().Before(deadline) {
-			for i, n := range nodes {
-				if n.ready() {
-					return i
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("no node ready within %v", d)
-		return -1
-	}
+	leader := func(d time.Duration) int { t.Helper(); return leaderOf(t, nodes, d) }
 	leader(20 * time.Second)
 
 	// The producer: a failover list of the three STOMP addresses; on any
