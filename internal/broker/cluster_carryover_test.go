@@ -21,37 +21,6 @@ import (
 // that leader down and checks, over STOMP on the new leader, what a client
 // sees.
 
-// newCarryCluster is newTestCluster with dests as every node's
-// [[destination]] policies.
-func newCarryCluster(t *testing.T, dests ...config.Destination) *testCluster {
-	t.Helper()
-	a := freeAddrs(t, 12)
-	var members []config.Member
-	for i := range 3 {
-		members = append(members, config.Member{ID: fmt.Sprintf("n%d", i+1), Raft: a[4*i], STOMP: a[4*i+1], AMQP: a[4*i+2], Admin: a[4*i+3]})
-	}
-	c := &testCluster{t: t}
-	for i := range 3 {
-		cfg := config.Default()
-		cfg.Data = t.TempDir()
-		cfg.ConsumeBeforeStore = false
-		cfg.Listeners = config.Listeners{STOMP: members[i].STOMP, AMQP: members[i].AMQP, Admin: members[i].Admin}
-		cfg.Cluster = &config.Cluster{NodeID: members[i].ID, Bootstrap: true, Members: members}
-		cfg.Destinations = dests
-		c.cfgs = append(c.cfgs, cfg)
-		c.nodes = append(c.nodes, nil)
-	}
-	for i := range 3 {
-		c.start(i)
-	}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
-	return c
-}
-
 // failOver shuts the leader l down and returns the new leader once it
 // accepts a STOMP client (within 20 s) and the time that took.
 func (c *testCluster) failOver(l int) (int, time.Duration) {
@@ -173,7 +142,7 @@ func TestClusterCarryOverRedeliveryCountAndDelay(t *testing.T) {
 		delay = 6 * time.Second
 	)
 	d, limit := config.Duration(delay), int32(1)
-	c := newCarryCluster(t, config.Destination{Match: "carry.redeliver", Kind: "queue",
+	c := newTestCluster(t, config.Destination{Match: "carry.redeliver", Kind: "queue",
 		RedeliveryDelayOverride: &d, RedeliveryLimit: &limit, ErrorDestination: dlq})
 	l := c.leader(15 * time.Second)
 
@@ -269,7 +238,7 @@ func TestClusterCarryOverSchedules(t *testing.T) {
 		ahead = 8 * time.Second
 		far   = 32 * time.Second
 	)
-	c := newCarryCluster(t)
+	c := newTestCluster(t)
 	l := c.leader(15 * time.Second)
 
 	conn := mustDialSTOMP(t, c.member(l).STOMP)
@@ -348,7 +317,7 @@ func TestClusterCarryOverDurableSubscriptions(t *testing.T) {
 		subName  = "news"
 	)
 	durable := stomp.SubscribeOpt.Header("activemq.subscriptionName", subName)
-	c := newCarryCluster(t)
+	c := newTestCluster(t)
 	l := c.leader(15 * time.Second)
 	lm := c.member(l)
 
@@ -466,7 +435,7 @@ func TestClusterCarryOverQuotas(t *testing.T) {
 	for _, tc := range cases {
 		dests = append(dests, tc.dest)
 	}
-	c := newCarryCluster(t, dests...)
+	c := newTestCluster(t, dests...)
 	l := c.leader(15 * time.Second)
 
 	// trySend sends one message on a connection of its own (a refusal

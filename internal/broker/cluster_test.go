@@ -46,7 +46,9 @@ type testCluster struct {
 	nodes []*Broker
 }
 
-func newTestCluster(t *testing.T) *testCluster {
+// newTestCluster starts three nodes, each with dests as its
+// [[destination]] policies.
+func newTestCluster(t *testing.T, dests ...config.Destination) *testCluster {
 	t.Helper()
 	a := freeAddrs(t, 12)
 	var members []config.Member
@@ -60,6 +62,7 @@ func newTestCluster(t *testing.T) *testCluster {
 		cfg.ConsumeBeforeStore = false
 		cfg.Listeners = config.Listeners{STOMP: members[i].STOMP, AMQP: members[i].AMQP, Admin: members[i].Admin}
 		cfg.Cluster = &config.Cluster{NodeID: members[i].ID, Bootstrap: true, Members: members}
+		cfg.Destinations = dests
 		c.cfgs = append(c.cfgs, cfg)
 		c.nodes = append(c.nodes, nil)
 	}
