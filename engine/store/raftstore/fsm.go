@@ -140,14 +140,9 @@ func (f *fsm) readMeta(key []byte) (uint64, bool, error) {
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-func (f *fsm) readApplied() (uint64, bool, error) { return f.readMeta(appliedKey) }
-
-// metaOps record the applied index and the generation.
-func metaOps(index, gen uint64) []store.Op {
-	return []store.Op{
-		{Kind: store.Put, Bucket: metaBucket, Key: appliedKey, Value: binary.BigEndian.AppendUint64(nil, index)},
-		{Kind: store.Put, Bucket: metaBucket, Key: genKey, Value: binary.BigEndian.AppendUint64(nil, gen)},
-	}
+// metaOp records a number of the reserved bucket.
+func metaOp(key []byte, v uint64) store.Op {
+	return store.Op{Kind: store.Put, Bucket: metaBucket, Key: key, Value: binary.BigEndian.AppendUint64(nil, v)}
 }
 
 // Apply applies one entry.
@@ -246,7 +241,7 @@ func (f *fsm) flush() error {
 			j++
 		}
 		last := pend[j-1]
-		if err := f.state.Update(context.Background(), append(ops, metaOps(last.index, last.gen)...)); err != nil {
+		if err := f.state.Update(context.Background(), append(ops, metaOp(appliedKey, last.index), metaOp(genKey, last.gen))); err != nil {
 			f.pmu.Lock()
 			err = f.failLocked(pend[i].index, err)
 			f.pmu.Unlock()
@@ -407,10 +402,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	// The generation first: the applied index, written last, marks the
 	// restore whole.
-	if err := f.state.Update(ctx, metaOps(index, g)[1:]); err != nil {
+	if err := f.state.Update(ctx, []store.Op{metaOp(genKey, g)}); err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	if err := f.state.Update(ctx, metaOps(index, g)[:1]); err != nil {
+	if err := f.state.Update(ctx, []store.Op{metaOp(appliedKey, index)}); err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
 	f.applied, f.gen = index, g

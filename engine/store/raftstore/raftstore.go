@@ -449,7 +449,7 @@ func Open(opts Options) (*Store, error) {
 	f := &fsm{state: state, dir: opts.DataDir, log: lg, maxOps: opts.MaxBatchOps, maxBytes: opts.MaxBatchBytes,
 		flushBytes: min(opts.MaxBatchBytes, opts.MaxPendingBytes/4), maxPending: opts.MaxPendingBytes,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), interval: opts.FlushInterval}
-	applied, ok, err := f.readApplied()
+	applied, ok, err := f.readMeta(appliedKey)
 	if err != nil {
 		return fail(err)
 	}
