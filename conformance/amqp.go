@@ -127,6 +127,7 @@ type amqpConn struct {
 	mu      sync.Mutex
 	sess    *amqp.Session
 	senders map[string]*amqp.Sender
+	subs    map[*amqp.Session]bool // sessions of open subscriptions, ended by Close
 }
 
 func (d *amqpDriver) Dial(ctx context.Context, o ConnOptions) (Conn, error) {
@@ -159,7 +160,7 @@ func (d *amqpDriver) Dial(ctx context.Context, o ConnOptions) (Conn, error) {
 		_ = conn.Close()
 		return nil, amqpErr("begin session", err)
 	}
-	return &amqpConn{d: d, conn: conn, clientID: o.ClientID, sess: sess, senders: map[string]*amqp.Sender{}}, nil
+	return &amqpConn{d: d, conn: conn, clientID: o.ClientID, sess: sess, senders: map[string]*amqp.Sender{}, subs: map[*amqp.Session]bool{}}, nil
 }
 
 // amqpErr turns a remote error into a RefusedError.
@@ -343,6 +344,9 @@ func (c *amqpConn) attach(ctx context.Context, addr string, kind Kind, ro *amqp.
 		_ = sess.Close(ctx)
 		return nil, amqpErr("attach receiver to "+addr, err)
 	}
+	c.mu.Lock()
+	c.subs[sess] = true
+	c.mu.Unlock()
 	return &amqpSub{c: c, sess: sess, r: r, ack: ack, kind: kind}, nil
 }
 
@@ -371,7 +375,7 @@ func (c *amqpConn) Browse(ctx context.Context, d Dest, sel string) ([]*Received,
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = s.sess.Close(context.Background()) }()
+	defer func() { _ = s.Close(context.Background()) }()
 	var out []*Received
 	for {
 		if err := s.r.IssueCredit(browseCredit); err != nil {
@@ -419,11 +423,32 @@ func (c *amqpConn) Unsubscribe(ctx context.Context, topic Dest, name, sel string
 	if err != nil {
 		return err
 	}
-	defer func() { _ = s.sess.Close(context.Background()) }()
+	defer func() { _ = s.Close(context.Background()) }()
 	return amqpErr("detach (closed) "+name, s.r.Close(ctx))
 }
 
+// Close ends the subscriptions' sessions, then the connection. go-amqp's
+// Conn.Close writes the close frame and drops the socket without waiting
+// for the broker's answer, so a scenario that acts right after Close (a
+// send that must not reach the closed consumers) would race the broker
+// reading that frame. Session.Close waits for the broker's end, which
+// comes after the broker has closed the session's links.
 func (c *amqpConn) Close() error {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[*amqp.Session]bool{}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for sess := range subs {
+		var se *amqp.SessionError
+		if err := sess.Close(ctx); err != nil && !(errors.As(err, &se) && se.RemoteErr == nil) {
+			if ctx.Err() != nil {
+				return errors.New("AMQP close: a session's end had no answer within 5s")
+			}
+			break // the connection is going anyway; close it
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.conn.Close() }()
 	select {
@@ -532,6 +557,9 @@ func (s *amqpSub) Recover(ctx context.Context) error {
 // Close ends the consumer's session: the link detaches without closing, so
 // a durable subscription stays.
 func (s *amqpSub) Close(ctx context.Context) error {
+	s.c.mu.Lock()
+	delete(s.c.subs, s.sess)
+	s.c.mu.Unlock()
 	err := s.sess.Close(ctx)
 	var se *amqp.SessionError
 	if errors.As(err, &se) && se.RemoteErr == nil {

@@ -254,7 +254,9 @@ type Conn interface {
 	// selector sel) of this connection's client ID. It has no active
 	// subscriber.
 	Unsubscribe(ctx context.Context, topic Dest, name, sel string) error
-	// Close closes the connection; unacknowledged messages go back.
+	// Close closes the connection; unacknowledged messages go back. It
+	// returns once the broker has closed the connection's consumers, so
+	// a message sent afterwards cannot reach them.
 	Close() error
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/conformance"
+	"github.com/sluicemq/sluice/engine/message"
 	"github.com/sluicemq/sluice/internal/broker"
 	"github.com/sluicemq/sluice/internal/config"
 )
@@ -239,5 +240,48 @@ func TestAMQP091UnavailableIsNotAFailure(t *testing.T) {
 	}
 	if rep.Failed() {
 		t.Fatal("the run failed")
+	}
+}
+
+// TestCloseEndsConsumersFirst checks each driver's Close against the
+// contract the scenarios rely on: when Close returns, the broker has no
+// consumer of that connection left. go-amqp's Conn.Close does not wait
+// for the broker's answer; before the AMQP 1.0 driver ended its
+// subscriptions' sessions first, shared/non-durable now and then saw a
+// message sent after the close reach a closing consumer.
+func TestCloseEndsConsumersFirst(t *testing.T) {
+	p := startSluice(t)
+	o := p.options()
+	for _, proto := range []string{"stomp", "amqp", "amqp091"} {
+		d, ok := o.Drivers[proto]
+		if !ok {
+			t.Fatalf("the in-process Sluice serves no %s", proto)
+		}
+		t.Run(proto, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			q := conformance.Dest{Kind: conformance.Queue, Name: "close-first-" + proto}
+			for i := 0; i < 20; i++ {
+				c, err := d.Dial(ctx, conformance.ConnOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := 0; j < 3; j++ {
+					if _, err := c.Subscribe(ctx, q, conformance.SubOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := c.Close(); err != nil {
+					t.Fatalf("close %d: %v", i, err)
+				}
+				info, err := p.b.Engine().DestinationInfo(message.Destination{Kind: message.Queue, Name: q.Name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Consumers != 0 {
+					t.Fatalf("round %d: the broker still has %d consumers after Close returned", i, info.Consumers)
+				}
+			}
+		})
 	}
 }
