@@ -106,6 +106,43 @@ type Submitter interface {
 	Submit(ops []Op, linger time.Duration) Pending
 }
 
+// Holder is a Store that can hold a write until a deadline so that it can
+// still be taken back, without it counting as company for other writes,
+// and make its ops only when it commits them (packages journal and
+// raftstore are ones). The engine holds a message's first write with it
+// (consume before store): at a light load a delivery mark or an
+// acknowledgement then commits at once instead of lingering beside a
+// write that waits to be withdrawn, and a message consumed within the
+// hold is never encoded. It is optional: a Submitter without it gets
+// Submit with the hold as its linger.
+type Holder interface {
+	// HoldFunc queues the write that makeOps makes and returns at once.
+	// The store does not begin its commit before hold has passed, unless
+	// it commits a write queued after it (the order of writes is kept), so
+	// until then Withdraw takes it back and makeOps is never called.
+	// makeOps is called at most once, when the commit takes the write; it
+	// must only read what does not change. The Pending is a Submitter's:
+	// its Err is the ops' validation error if they are invalid.
+	HoldFunc(makeOps func() []Op, hold time.Duration) Pending
+}
+
+// Verifier is a Store whose authority to write can end before it knows:
+// a replicated store's leader, deposed while cut off from the others
+// (package raftstore). Its writes fail then (ErrIndeterminate), but a
+// write withdrawn before its commit began (Submitter) writes nothing, so
+// the engine asks Verify before it confirms a message that a consumer
+// acknowledged before it was stored (consume before store): a producer is
+// then told its message was consumed only by a node that still leads.
+// Embedded stores never lose their authority and do not implement it.
+type Verifier interface {
+	// Verify asks the store to confirm that it may still write; its
+	// Pending is done once it knows: Err nil when the store held its
+	// authority at some time after the call, an error wrapping
+	// ErrIndeterminate when it cannot tell (no longer the leader, no
+	// answer in time). Its Withdraw takes nothing back (false).
+	Verify() Pending
+}
+
 // Pending is a submitted write.
 type Pending interface {
 	// Done is closed when the write is durable, failed, or withdrawn.

@@ -260,6 +260,8 @@ func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
 	return s.submit(ops, linger, false)
 }
 
+var _ store.Holder = (*Store)(nil)
+
 // Hold queues ops to be made durable within hold, and returns at once.
 // Until then the write can be withdrawn (Pending.Withdraw); it is
 // committed earlier only along with a write queued after it. The engine

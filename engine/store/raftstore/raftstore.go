@@ -271,8 +271,19 @@ type Store struct {
 	stopLead chan struct{}
 	leadDone chan struct{}
 
+	// Leadership verification (Verify): vmu guards vnext and vrunning; it
+	// is never held with mu.
+	vmu      sync.Mutex
+	vnext    *verifyRound // the round that callers join; not started yet
+	vrunning bool         // a goroutine runs rounds
+	begun    atomic.Pointer[begunGen]
+
 	updates, entries, ops atomic.Uint64
 }
+
+// begunGen is the writer generation this node began last (Begin), and the
+// raft term it led in then; term is 0 when leadership changed meanwhile.
+type begunGen struct{ gen, term uint64 }
 
 var _ store.Store = (*Store)(nil)
 
@@ -282,12 +293,19 @@ type request struct {
 	nops int
 	done chan error // cap 1; Update's
 	sub  *pending   // Submit's, told instead of done
+	// A held write (HoldFunc): not taken before until unless a write
+	// queued after it is; makeOps makes its ops when it is taken.
+	until   time.Time
+	makeOps func() []store.Op
 }
+
+// held reports whether r is a held write whose hold has not passed at now.
+func (r *request) held(now time.Time) bool { return !r.until.IsZero() && now.Before(r.until) }
 
 // finish answers the request; only the one who took it out of the queue
 // (the batcher's await, or Withdraw) calls it.
 func (r *request) finish(err error) {
-	r.data = nil
+	r.data, r.makeOps = nil, nil
 	if r.sub != nil {
 		r.sub.err = err
 		close(r.sub.fin)
@@ -329,6 +347,7 @@ func (p *pending) Withdraw() bool {
 var (
 	_ store.Lingerer  = (*Store)(nil)
 	_ store.Submitter = (*Store)(nil)
+	_ store.Holder    = (*Store)(nil)
 )
 
 // UpdateLinger is Update (store.Lingerer): a batch starts as soon as an
@@ -366,11 +385,17 @@ func (s *Store) SubmitGen(gen uint64, ops []store.Op, _ time.Duration) store.Pen
 	if s.raft.State() != raft.Leader {
 		return done(s.notLeader(nil))
 	}
-	r := &request{gen: gen, data: encodeOps(nil, ops), nops: len(ops), sub: p}
+	return s.enqueue(p, &request{gen: gen, data: encodeOps(nil, ops), nops: len(ops), sub: p})
+}
+
+// enqueue queues r, whose Pending is p, and wakes the batcher.
+func (s *Store) enqueue(p *pending, r *request) store.Pending {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
+		p.err = fmt.Errorf("raftstore: submit: %w", store.ErrClosed)
+		close(p.fin)
+		return p
 	}
 	p.r = r
 	s.queue = append(s.queue, r)
@@ -380,6 +405,34 @@ func (s *Store) SubmitGen(gen uint64, ops []store.Op, _ time.Duration) store.Pen
 	default:
 	}
 	return p
+}
+
+// HoldFunc queues a write that the batcher does not take before hold has
+// passed, so that it can still be withdrawn (the engine's consume before
+// store holds a message's first write so), and returns at once. A write
+// queued after it that is taken earlier takes it along, since the log
+// keeps the order of the queue. makeOps makes its ops when the batcher
+// takes it, so a write withdrawn before then is never encoded; it must
+// only read what does not change. The Pending's Err is what Update would
+// have returned, or the ops' validation error.
+func (s *Store) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending {
+	return s.HoldFuncGen(0, makeOps, hold)
+}
+
+// HoldFuncGen is HoldFunc for writer generation gen (see Begin); 0 is any.
+func (s *Store) HoldFuncGen(gen uint64, makeOps func() []store.Op, hold time.Duration) store.Pending {
+	p := &pending{s: s, fin: make(chan struct{})}
+	if s.isClosed() {
+		p.err = fmt.Errorf("raftstore: submit: %w", store.ErrClosed)
+		close(p.fin)
+		return p
+	}
+	if s.raft.State() != raft.Leader {
+		p.err = s.notLeader(nil)
+		close(p.fin)
+		return p
+	}
+	return s.enqueue(p, &request{gen: gen, sub: p, makeOps: makeOps, until: time.Now().Add(max(hold, 0))})
 }
 
 // Open opens (creating if needed) the node kept in opts.DataDir, starts its
@@ -683,12 +736,14 @@ func (s *Store) run() {
 	defer close(s.stopped)
 	for {
 		s.mu.Lock()
-		for len(s.queue) == 0 && !s.closed {
+		ready, wait := s.plan(time.Now())
+		for ready == 0 && !(s.closed && len(s.queue) == 0) {
 			s.mu.Unlock()
-			<-s.wake
+			s.sleep(wait)
 			s.mu.Lock()
+			ready, wait = s.plan(time.Now())
 		}
-		if len(s.queue) == 0 {
+		if ready == 0 {
 			s.mu.Unlock()
 			break
 		}
@@ -697,14 +752,15 @@ func (s *Store) run() {
 		// entry.
 		s.slots <- struct{}{}
 		s.mu.Lock()
+		ready, _ = s.plan(time.Now())
 		n, nops, size := 0, 0, 0
-		for n < len(s.queue) {
+		for n < ready {
 			r := s.queue[n]
 			if n > 0 && (r.gen != s.queue[0].gen || nops+r.nops > s.opts.MaxBatchOps || size+len(r.data) > s.opts.MaxBatchBytes) {
 				break
 			}
 			n++
-			nops += r.nops
+			nops += r.nops // a held write's ops are not made yet: the bounds are soft for them
 			size += len(r.data)
 		}
 		if n == 0 { // all withdrawn while we waited for the slot
@@ -718,6 +774,12 @@ func (s *Store) run() {
 		s.queue = s.queue[:rest]
 		s.mu.Unlock()
 
+		batch, nops, size = makeHeld(batch, nops, size)
+		if len(batch) == 0 {
+			<-s.slots
+			continue
+		}
+		n = len(batch)
 		entry := encodeHeader(make([]byte, 0, 11+size), batch[0].gen)
 		for _, r := range batch {
 			entry = append(entry, r.data...)
@@ -730,6 +792,65 @@ func (s *Store) run() {
 		go s.await(fut, batch)
 	}
 	s.inflight.Wait()
+}
+
+// plan says how many requests at the head of the queue the batcher may
+// take at now: every one up to the last that is not held (or whose hold
+// has passed), all of them once the store is closing. wait is how long
+// until the earliest hold of the others passes (negative: none is held).
+// Called under s.mu.
+func (s *Store) plan(now time.Time) (ready int, wait time.Duration) {
+	wait = -1
+	for i, r := range s.queue {
+		if s.closed || !r.held(now) {
+			ready = i + 1
+		} else if d := r.until.Sub(now); wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	return ready, wait
+}
+
+// sleep waits for the batcher's wake-up, or for wait when it is not
+// negative.
+func (s *Store) sleep(wait time.Duration) {
+	if wait < 0 {
+		<-s.wake
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.wake:
+	case <-t.C:
+	}
+}
+
+// makeHeld makes the ops of batch's held writes, which can no longer be
+// withdrawn, and drops (answering them) those whose ops are invalid; it
+// returns the batch and its ops and bytes counted again.
+func makeHeld(batch []*request, nops, size int) ([]*request, int, int) {
+	out := batch[:0]
+	for _, r := range batch {
+		if r.makeOps != nil {
+			ops := r.makeOps()
+			r.makeOps = nil
+			if err := validate(ops); err != nil {
+				r.finish(err)
+				continue
+			}
+			if len(ops) == 0 {
+				r.finish(nil)
+				continue
+			}
+			r.data, r.nops = encodeOps(nil, ops), len(ops)
+			nops += r.nops
+			size += len(r.data)
+		}
+		out = append(out, r)
+	}
+	clear(batch[len(out):])
+	return out, nops, size
 }
 
 // await answers the callers of one entry with its outcome.
@@ -1062,12 +1183,20 @@ func (s *Store) Begin(timeout time.Duration) (uint64, error) {
 	if s.isClosed() {
 		return 0, fmt.Errorf("raftstore: begin: %w", store.ErrClosed)
 	}
+	term := s.raft.CurrentTerm()
 	fut := s.raft.Apply([]byte{entryBegin}, timeout)
 	if err := fut.Error(); err != nil {
 		return 0, s.classify("begin", err)
 	}
 	switch r := fut.Response().(type) {
 	case uint64:
+		// Verify confirms this generation only in the leadership that
+		// began it.
+		b := &begunGen{gen: r, term: term}
+		if s.raft.CurrentTerm() != term || s.raft.State() != raft.Leader {
+			b.term = 0
+		}
+		s.begun.Store(b)
 		return r, nil
 	case error:
 		return 0, fmt.Errorf("%w (begin): committed but not applied here: %w", ErrIndeterminate, r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,14 @@ import (
 //     store may begin every commit at once. Close waits for every submitted
 //     write: when it returns, each Pending is done, with nil (durable) or a
 //     store.ErrClosed (not applied).
+//   - Holder: HoldFunc's Pending is a Submitter's. Within its hold, and
+//     with no write queued after it, Withdraw takes the write back and
+//     its ops are never made; otherwise the ops are made once and the
+//     write is durable once Done, after its hold or with a later write,
+//     which is applied after it. Close waits for held writes too.
+//   - Verifier: on a store that may write (an open store, a single node
+//     that leads itself), Verify's Pending is done with Err nil, and
+//     Withdraw of it returns false.
 //   - Ordering: a later write by the same caller is never applied before an
 //     earlier one that had returned (Update, UpdateLinger) or had been
 //     submitted (Submit). So a caller reads its own writes, readers never see
@@ -54,6 +63,137 @@ func optionalTests() []struct {
 		{"SubmitCloseWaits", testSubmitCloseWaits},
 		{"OrderSubmitChain", testOrderSubmitChain},
 		{"OrderSubmitThenUpdate", testOrderSubmitThenUpdate},
+		{"HoldWithdraw", testHoldWithdraw},
+		{"HoldCommitsInOrder", testHoldCommitsInOrder},
+		{"HoldCloseWaits", testHoldCloseWaits},
+		{"Verify", testVerify},
+	}
+}
+
+func holder(t *testing.T, h *harness) store.Holder {
+	t.Helper()
+	s, ok := h.s.(store.Holder)
+	if !ok {
+		t.Skipf("%T does not implement store.Holder", h.s)
+	}
+	return s
+}
+
+// opsOnce returns a makeOps for HoldFunc that puts bucket/key=value and
+// counts its calls in n.
+func opsOnce(n *atomic.Int32, bucket, key, value string) func() []store.Op {
+	return func() []store.Op {
+		n.Add(1)
+		return []store.Op{put(bucket, key, value)}
+	}
+}
+
+// A held write is withdrawable within its hold, and its ops are then
+// never made nor applied, across a reopen too.
+func testHoldWithdraw(t *testing.T, h *harness) {
+	hs := holder(t, h)
+	var made atomic.Int32
+	p := hs.HoldFunc(opsOnce(&made, "hold", "gone", "v"), 10*time.Second)
+	time.Sleep(5 * time.Millisecond)
+	if !p.Withdraw() {
+		t.Fatal("Withdraw within the hold, with no later write, returned false")
+	}
+	if err := await(t, p, "withdrawn hold"); !errors.Is(err, store.ErrWithdrawn) {
+		t.Fatalf("withdrawn hold: Err %v, want ErrWithdrawn", err)
+	}
+	if p.Withdraw() {
+		t.Fatal("a second Withdraw returned true")
+	}
+	if made.Load() != 0 {
+		t.Fatalf("the withdrawn write's ops were made %d times", made.Load())
+	}
+	h.reopen()
+	if _, ok := h.getOne("hold", "gone"); ok {
+		t.Fatal("a withdrawn held write was applied")
+	}
+}
+
+// A held write is made once and committed after its hold, or at once
+// with a later write, which is applied after it.
+func testHoldCommitsInOrder(t *testing.T, h *harness) {
+	hs := holder(t, h)
+	var made atomic.Int32
+	p := hs.HoldFunc(opsOnce(&made, "hold", "short", "v"), 20*time.Millisecond)
+	if err := await(t, p, "short hold"); err != nil {
+		t.Fatalf("short hold: Err %v", err)
+	}
+	if v, ok := h.getOne("hold", "short"); !ok || v != "v" {
+		t.Fatal("a held write is done but not visible")
+	}
+	long := hs.HoldFunc(opsOnce(&made, "hold", "k", "held"), time.Hour)
+	if err := h.s.Update(context.Background(), []store.Op{put("hold", "k", "later")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := await(t, long, "hold taken by a later write"); err != nil {
+		t.Fatalf("hold taken by a later write: Err %v", err)
+	}
+	if v, _ := h.getOne("hold", "k"); v != "later" {
+		t.Fatalf("k = %q: the held write was applied after the later one", v)
+	}
+	if made.Load() != 2 {
+		t.Fatalf("ops made %d times, want once per committed write (2)", made.Load())
+	}
+	bad := hs.HoldFunc(func() []store.Op { return []store.Op{put("", "k", "v")} }, 0)
+	if err := await(t, bad, "invalid hold"); err == nil || errors.Is(err, store.ErrWithdrawn) {
+		t.Fatalf("a held write with invalid ops: Err %v, want its validation error", err)
+	}
+	h.reopen()
+	if v, _ := h.getOne("hold", "k"); v != "later" {
+		t.Fatalf("after reopen k = %q, want \"later\"", v)
+	}
+}
+
+// Close waits for held writes: each is then done, durable or not applied.
+func testHoldCloseWaits(t *testing.T, h *harness) {
+	hs := holder(t, h)
+	var made atomic.Int32
+	const n = 20
+	ps := make([]store.Pending, n)
+	for i := range n {
+		ps[i] = hs.HoldFunc(opsOnce(&made, "holdcw", fmt.Sprintf("k%02d", i), "v"), time.Hour)
+	}
+	h.close()
+	ok := map[string]bool{}
+	for i, p := range ps {
+		select {
+		case <-p.Done():
+		default:
+			t.Fatalf("hold %d: not done when Close returned", i)
+		}
+		switch err := p.Err(); {
+		case err == nil:
+			ok[fmt.Sprintf("k%02d", i)] = true
+		case errors.Is(err, store.ErrClosed):
+		default:
+			t.Fatalf("hold %d: Err %v, want nil or ErrClosed", i, err)
+		}
+	}
+	h.s = h.mustOpen()
+	got := h.dump("holdcw")
+	if len(got) != len(ok) {
+		t.Fatalf("%d held writes stored, %d confirmed", len(got), len(ok))
+	}
+}
+
+// An open store that may write verifies it.
+func testVerify(t *testing.T, h *harness) {
+	v, ok := h.s.(store.Verifier)
+	if !ok {
+		t.Skipf("%T does not implement store.Verifier", h.s)
+	}
+	for i := range 3 {
+		p := v.Verify()
+		if err := await(t, p, "verify"); err != nil {
+			t.Fatalf("verify %d: %v", i, err)
+		}
+		if p.Withdraw() {
+			t.Fatalf("verify %d: Withdraw returned true", i)
+		}
 	}
 }
 
