@@ -49,8 +49,11 @@ func (c *Confirmation) Ready() bool {
 	if c.ack != nil {
 		return isClosed(c.ack.Done())
 	}
-	if c.ew == nil || isClosed(c.ew.consumed) {
+	if c.ew == nil {
 		return true
+	}
+	if isClosed(c.ew.consumed) {
+		return c.ew.verify == nil || isClosed(c.ew.verify.Done())
 	}
 	c.ew.mu.Lock()
 	p := c.ew.pending
@@ -127,7 +130,7 @@ func (c *Confirmation) wait(ctx context.Context) error {
 		ew.mu.Unlock()
 		select {
 		case <-ew.consumed:
-			return nil
+			return c.verified(ctx)
 		case <-ctx.Done():
 			// Nobody waits any more: a write that fails must still take
 			// its message back (takeBack), so follow it to its end.
@@ -149,6 +152,27 @@ func (c *Confirmation) wait(ctx context.Context) error {
 			return fmt.Errorf("store message for %s: %w", c.dest, err)
 		}
 	}
+}
+
+// verified waits, for a message consumed before it was stored, until the
+// store has confirmed that it still leads (store.Verifier), where it
+// must. A store that cannot confirm it (a deposed leader) makes the
+// outcome unknown: the message was consumed here, but by a node that may
+// no longer have been the leader.
+func (c *Confirmation) verified(ctx context.Context) error {
+	v := c.ew.verify
+	if v == nil {
+		return nil
+	}
+	select {
+	case <-v.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := v.Err(); err != nil {
+		return unknownOutcome("the message to "+c.dest.String()+" was consumed before it was stored, but this node could not confirm that it still leads", err)
+	}
+	return nil
 }
 
 // takeBack takes a message whose write failed off its queue, unless a

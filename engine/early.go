@@ -26,6 +26,13 @@ import (
 // mark, so a message delivered before a crash still comes back flagged as
 // redelivered; the replacement is held for the acknowledgement
 // (earlyAckHold). The message is encoded only if its write is committed.
+//
+// On a store whose authority can end unseen (store.Verifier: a replicated
+// store's leader), a message taken back is confirmed only once the store
+// has confirmed that it still leads, after the acknowledgement: a leader
+// cut off from the majority confirms nothing, although the withdrawal
+// wrote nothing that could fail. Its producer is told the outcome is
+// unknown instead.
 
 // How long a message's first write is held. A write that outlives its
 // hold costs a sync, a delete later and, when it is committed before the
@@ -93,6 +100,10 @@ type earlyWrite struct {
 	mu       sync.Mutex
 	pending  store.Pending
 	consumed chan struct{} // closed when the message was settled and its write withdrawn
+	// verify is the store's confirmation that it still leads, asked for
+	// when the write was withdrawn (store.Verifier); set before consumed
+	// closes, nil on a store that needs none.
+	verify store.Pending
 	// since is when the message was sent, or delivered once marked.
 	since  time.Time
 	marked bool
@@ -129,8 +140,9 @@ func (b *Broker) submitEarly(r *ref, linger time.Duration) *Confirmation {
 
 // withdrawEarly is told that r is being settled (acknowledged, moved,
 // expired): when its message's write can still be taken back, it is, the
-// producer is confirmed, and true means there is nothing to delete.
-func withdrawEarly(r *ref) bool {
+// producer is confirmed (once the store confirms it still leads, where it
+// must), and true means there is nothing to delete.
+func (b *Broker) withdrawEarly(r *ref) bool {
 	ew := r.rec.early
 	if ew == nil {
 		return false
@@ -143,6 +155,9 @@ func withdrawEarly(r *ref) bool {
 	}
 	if !ew.pending.Withdraw() {
 		return false
+	}
+	if v, ok := b.verifier(); ok {
+		ew.verify = v.Verify()
 	}
 	close(ew.consumed)
 	return true
@@ -190,16 +205,6 @@ func (b *Broker) earlyOps(r *ref, count int32) func() []store.Op {
 		}
 		return []store.Op{{Kind: store.Put, Bucket: records.Messages, Key: key, Value: data}, refOp}
 	}
-}
-
-// holder is a store that can hold a write until a deadline so that it can
-// still be taken back, without it counting as company for other writes,
-// and make its ops only when it commits them (journal.Store.HoldFunc): at
-// a light load, a delivery mark or an acknowledgement then commits at once
-// instead of lingering beside a message's first write that is waiting to
-// be withdrawn, and a message consumed within the hold is never encoded.
-type holder interface {
-	HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending
 }
 
 // hold submits a message's first write, withdrawable for d: held where

@@ -106,11 +106,17 @@ func indeterminate(err error) bool {
 // have been stored ("the message to /queue/q"). It wraps ErrFenced and err
 // (which wraps store.ErrIndeterminate).
 func outcomeUnknown(what string, err error) error {
+	return unknownOutcome(what+" may have been stored", err)
+}
+
+// unknownOutcome is outcomeUnknown with its own account of what may have
+// happened.
+func unknownOutcome(what string, err error) error {
 	if !errors.Is(err, ErrFenced) {
 		err = fencedCause{err}
 	}
 	return &Error{Code: CodeJMS,
-		Msg: "outcome unknown: the broker lost its store's leadership or had no answer in time; " + what + " may have been stored",
+		Msg: "outcome unknown: the broker lost its store's leadership or had no answer in time; " + what,
 		Err: err}
 }
 
@@ -124,7 +130,7 @@ func (e fencedCause) Unwrap() []error { return []error{ErrFenced, e.err} }
 // it, refused once the fence is up and raising it on an indeterminate
 // outcome. sub, lin and hold are the store's optional interfaces, nil
 // when it has not got them; the Broker asks for them with submitter,
-// lingerer and holder, never by asserting on guardStore (which has every
+// lingerer and holdStore, never by asserting on guardStore (which has every
 // method).
 type guardStore struct {
 	s    store.Store
@@ -132,14 +138,16 @@ type guardStore struct {
 	log  *slog.Logger
 	sub  store.Submitter
 	lin  store.Lingerer
-	hold holder
+	hold store.Holder
+	ver  store.Verifier
 }
 
 func newGuardStore(s store.Store, f *fence, log *slog.Logger) *guardStore {
 	g := &guardStore{s: s, f: f, log: log}
 	g.sub, _ = s.(store.Submitter)
 	g.lin, _ = s.(store.Lingerer)
-	g.hold, _ = s.(holder)
+	g.hold, _ = s.(store.Holder)
+	g.ver, _ = s.(store.Verifier)
 	return g
 }
 
@@ -183,12 +191,21 @@ func (g *guardStore) Submit(ops []store.Op, linger time.Duration) store.Pending 
 }
 
 // HoldFunc is the store's, refused once fenced; only for a store that is
-// a holder.
+// a store.Holder.
 func (g *guardStore) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending {
 	if err := g.f.refused(); err != nil {
 		return refusedPending{err: err}
 	}
 	return &guardPending{Pending: g.hold.HoldFunc(makeOps, hold), g: g}
+}
+
+// Verify is the store's, refused once fenced; only for a store that is a
+// store.Verifier.
+func (g *guardStore) Verify() store.Pending {
+	if err := g.f.refused(); err != nil {
+		return refusedPending{err: err}
+	}
+	return &guardPending{Pending: g.ver.Verify(), g: g}
 }
 
 // ForEach is the store's.
@@ -239,8 +256,16 @@ func (b *Broker) submitter() (store.Submitter, bool) {
 	return b.store, true
 }
 
-// holder returns the store as a holder, if it is one.
-func (b *Broker) holdStore() (holder, bool) {
+// verifier returns the store as a store.Verifier, if it is one.
+func (b *Broker) verifier() (store.Verifier, bool) {
+	if b.store == nil || b.store.ver == nil {
+		return nil, false
+	}
+	return b.store, true
+}
+
+// holdStore returns the store as a store.Holder, if it is one.
+func (b *Broker) holdStore() (store.Holder, bool) {
 	if b.store == nil || b.store.hold == nil {
 		return nil, false
 	}

@@ -75,7 +75,7 @@ func (b *Broker) storeOpsForRemove(refs []*ref, ops []store.Op) []store.Op {
 		if r.rec == nil || r.q.bucket == "" {
 			continue
 		}
-		if withdrawEarly(r) {
+		if b.withdrawEarly(r) {
 			// Consumed before it was ever written: nothing to delete.
 			r.rec.refs.Add(-1)
 			r.rec = nil
