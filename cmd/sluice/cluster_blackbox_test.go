@@ -34,7 +34,7 @@ func TestClusterSIGKILLLeaderLosesNothingConfirmed(t *testing.T) {
 		fmt.Fprintf(&members, "\n[[cluster.members]]\nid = %q\nraft = %q\nstomp = %q\namqp = %q\nadmin = %q\n", n.id, a[4*i], n.stomp, a[4*i+2], n.admin)
 	}
 	for i, n := range nodes {
-		conf := fmt.Sprintf("consume_before_store = false\n[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n[cluster]\nnode_id = %q\nbootstrap = true\n%s",
+		conf := fmt.Sprintf("[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n[cluster]\nnode_id = %q\nbootstrap = true\n%s",
 			n.stomp, a[4*i+2], n.admin, n.id, members.String())
 		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)

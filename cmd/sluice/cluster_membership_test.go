@@ -68,7 +68,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 		if i == 3 {
 			members = strings.Join(member, "")
 		}
-		conf := fmt.Sprintf("consume_before_store = false\n[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n[cluster]\nnode_id = %q\nbootstrap = %v\n%s",
+		conf := fmt.Sprintf("[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n[cluster]\nnode_id = %q\nbootstrap = %v\n%s",
 			n.stomp, a[4*i+2], n.admin, n.id, bootstrap, members)
 		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)

@@ -183,7 +183,7 @@ func TestClusterPartitionLeaderLosesNothingConfirmed(t *testing.T) {
 		fmt.Fprintf(&members, "\n[[cluster.members]]\nid = %q\nraft = %q\nstomp = %q\namqp = %q\nadmin = %q\n", n.id, ip+":7000", n.stomp, ip+":5672", n.admin)
 	}
 	for i, n := range nodes {
-		conf := fmt.Sprintf("consume_before_store = false\n[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n"+
+		conf := fmt.Sprintf("[listeners]\nstomp = %q\namqp = %q\nadmin = %q\nwebsocket = \"\"\n"+
 			"[security]\nallow_insecure_network = true\n[admin]\ntokens = [\"sha256:%x\"]\n[cluster]\nnode_id = %q\nbootstrap = true\n%s",
 			n.stomp, lab.addr(i)+":5672", n.admin, sum, n.id, members.String())
 		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {

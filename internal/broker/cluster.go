@@ -115,7 +115,7 @@ func (b *Broker) startCluster(auth *admin.Auth, authMetrics *admin.AuthMetrics) 
 		Logger:             b.log.With(slog.String("component", "engine")),
 		Policy:             policy,
 		AutoCreate:         b.cfg.AutoCreate,
-		ConsumeBeforeStore: false, // Validate refuses it in a cluster
+		ConsumeBeforeStore: b.cfg.ConsumeBeforeStore, // confirmed only by a leader that verified it still leads (fencedStore.Verify)
 		ExpiryScanInterval: time.Duration(b.cfg.ExpiryScanInterval),
 		WindowMessages:     b.cfg.WindowMessages,
 		WindowBytes:        b.cfg.WindowBytes,
@@ -402,6 +402,7 @@ type fencedStore struct {
 var (
 	_ store.Submitter = (*fencedStore)(nil)
 	_ store.Lingerer  = (*fencedStore)(nil)
+	_ store.Verifier  = (*fencedStore)(nil)
 )
 
 func (s *fencedStore) fence()       { s.closed.Store(true) }
@@ -434,6 +435,24 @@ func (s *fencedStore) Submit(ops []store.Op, linger time.Duration) store.Pending
 		return donePending{err: errFenced}
 	}
 	return &fencedPending{Pending: s.rs.SubmitGen(s.gen, ops, linger), s: s}
+}
+
+// HoldFunc is the raft store's, refused once fenced: the engine holds a
+// message's first write with it (consume before store).
+func (s *fencedStore) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pending {
+	if s.fenced() {
+		return donePending{err: errFenced}
+	}
+	return &fencedPending{Pending: s.rs.HoldFuncGen(s.gen, makeOps, hold), s: s}
+}
+
+// Verify is the raft store's for the term's generation: it confirms that
+// this node still leads in the leadership that began the term.
+func (s *fencedStore) Verify() store.Pending {
+	if s.fenced() {
+		return donePending{err: errFenced}
+	}
+	return &fencedPending{Pending: s.rs.VerifyGen(s.gen), s: s}
 }
 
 func (s *fencedStore) ForEach(bucket string, fn func(key, value []byte) error) error {

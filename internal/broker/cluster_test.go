@@ -47,8 +47,16 @@ type testCluster struct {
 }
 
 // newTestCluster starts three nodes, each with dests as its
-// [[destination]] policies.
+// [[destination]] policies, with consume before store off: every
+// persistent message is replicated before its producer hears back.
 func newTestCluster(t *testing.T, dests ...config.Destination) *testCluster {
+	t.Helper()
+	return newTestClusterWith(t, func(cfg *config.Config) { cfg.ConsumeBeforeStore = false }, dests...)
+}
+
+// newTestClusterWith is newTestCluster with each node's configuration,
+// made from config.Default, changed by tune.
+func newTestClusterWith(t *testing.T, tune func(*config.Config), dests ...config.Destination) *testCluster {
 	t.Helper()
 	a := freeAddrs(t, 12)
 	var members []config.Member
@@ -59,7 +67,9 @@ func newTestCluster(t *testing.T, dests ...config.Destination) *testCluster {
 	for i := range 3 {
 		cfg := config.Default()
 		cfg.Data = t.TempDir()
-		cfg.ConsumeBeforeStore = false
+		if tune != nil {
+			tune(&cfg)
+		}
 		cfg.Listeners = config.Listeners{STOMP: members[i].STOMP, AMQP: members[i].AMQP, Admin: members[i].Admin}
 		cfg.Cluster = &config.Cluster{NodeID: members[i].ID, Bootstrap: true, Members: members}
 		cfg.Destinations = dests

@@ -154,9 +154,6 @@ func (c *Config) validateCluster() []error {
 	if el < hb {
 		bad("election_timeout (%v) must be at least heartbeat_timeout (%v)", el, hb)
 	}
-	if c.ConsumeBeforeStore {
-		errs = append(errs, errors.New("consume_before_store must be false in a cluster: a consumer's acknowledgement would confirm a message that no majority holds"))
-	}
 	if c.Listeners.WebSocket != "" || c.Listeners.AdminWebSocket {
 		errs = append(errs, errors.New("listeners.websocket and listeners.admin_websocket are not supported in a cluster yet (a follower could not redirect them)"))
 	}

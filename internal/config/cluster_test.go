@@ -67,13 +67,11 @@ func TestClusterValidation(t *testing.T) {
 		{"raft port differs", func(c *Config) { c.Cluster.Raft = "0.0.0.0:9999" }, "cluster.raft 0.0.0.0:9999 and this node's members entry"},
 		{"negative timeout", func(c *Config) { c.Cluster.ElectionTimeout = -1 }, "must not be negative"},
 		{"election before heartbeat", func(c *Config) { c.Cluster.HeartbeatTimeout = Duration(2 * time.Second) }, "election_timeout (1s) must be at least heartbeat_timeout (2s)"},
-		{"consume before store", func(c *Config) { c.ConsumeBeforeStore = true }, "consume_before_store must be false in a cluster"},
 		{"websocket", func(c *Config) { c.Listeners.WebSocket = "127.0.0.1:15674" }, "not supported in a cluster"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Default()
-			c.ConsumeBeforeStore = false
+			c := Default() // consume_before_store on, as by default: a cluster allows it
 			c.Listeners.WebSocket = ""
 			c.Cluster = ok()
 			if err := c.Validate(); err != nil {
@@ -89,7 +87,7 @@ func TestClusterValidation(t *testing.T) {
 	c := Default()
 	c.Cluster = ok()
 	c.Cluster.Raft = "0.0.0.0:7711" // the same port on every interface
-	c.ConsumeBeforeStore, c.Listeners.WebSocket = false, ""
+	c.Listeners.WebSocket = ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("bind 0.0.0.0 on the member's port: %v", err)
 	}
