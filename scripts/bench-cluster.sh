@@ -11,7 +11,10 @@
 # written, in a cluster too (its producer is confirmed once the leader has
 # verified that a majority still follows it); off, every message is
 # written (replicated) before its producer hears back.
-# Knobs: ROUNDS (3), COUNT (20000), OUT (reports directory).
+# Knobs: ROUNDS (3), COUNT (20000), OUT (reports directory),
+# CLUSTER_GOMAXPROCS (the cluster nodes' GOMAXPROCS; empty, the default:
+# the Go default, every core, as the single nodes run).
+CLUSTER_GOMAXPROCS=${CLUSTER_GOMAXPROCS-}
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,8 +41,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 (cd "$REPO" && go build -o "$SLUICE" ./cmd/sluice)
 
+clusterenv() { # CMD...: run CMD with the cluster nodes' GOMAXPROCS (in place of the subshell that & makes, so that $! is CMD's)
+  if [ -n "$CLUSTER_GOMAXPROCS" ]; then GOMAXPROCS=$CLUSTER_GOMAXPROCS exec "$@"; else exec "$@"; fi
+}
 for n in 1 2 3; do
-  "$SLUICE" serve --config "$REPO/examples/cluster/node$n.toml" --data "$OUT/data-n$n" 2> "$OUT/n$n.log" &
+  clusterenv "$SLUICE" serve --config "$REPO/examples/cluster/node$n.toml" --data "$OUT/data-n$n" 2> "$OUT/n$n.log" &
   PIDS+=($!)
   # The store-first cluster: the example on ports 10 above (stomp 6271N,
   # amqp 572N, admin 872N, raft 772N).
@@ -47,7 +53,7 @@ for n in 1 2 3; do
     sed -e 's/:6171\([1-3]\)/:6271\1/g' -e 's/:571\([1-3]\)/:572\1/g' \
         -e 's/:871\([1-3]\)/:872\1/g' -e 's/:771\([1-3]\)/:772\1/g' "$REPO/examples/cluster/node$n.toml"
   } > "$OUT/nocbs-node$n.toml"
-  "$SLUICE" serve --config "$OUT/nocbs-node$n.toml" --data "$OUT/data-nocbs-n$n" 2> "$OUT/nocbs-n$n.log" &
+  clusterenv "$SLUICE" serve --config "$OUT/nocbs-node$n.toml" --data "$OUT/data-nocbs-n$n" 2> "$OUT/nocbs-n$n.log" &
   PIDS+=($!)
 done
 # Two single nodes on free ports: consume before store off, and defaults.
@@ -92,7 +98,7 @@ run() { # LABEL ADDR
     echo "  $1: FAILED: $(tr '\n' ' ' < "$OUT/last.err" | cut -c1-300)"
   fi
 }
-echo "cpus: $(nproc); loadavg: $(cat /proc/loadavg)"
+echo "cpus: $(nproc); loadavg: $(cat /proc/loadavg); cluster nodes' GOMAXPROCS: ${CLUSTER_GOMAXPROCS:-Go default}"
 for r in $(seq "$ROUNDS"); do
   echo " round $r (loadavg $(cut -d' ' -f1-3 /proc/loadavg))"
   run cluster "$LEADER"
