@@ -82,8 +82,10 @@ func TestClusterConsumeBeforeStoreConfirmsOnlyOnALeader(t *testing.T) {
 	select {
 	case err := <-failed:
 		t.Logf("the leader without a majority answered a send with: %v", err)
-		if !strings.Contains(err.Error(), "outcome unknown") && !strings.Contains(err.Error(), "leader") {
-			t.Errorf("the refusal does not say why: %v", err)
+		// Told the outcome is unknown, or dropped as the node stops
+		// serving: either way not confirmed.
+		if e := err.Error(); !strings.Contains(e, "outcome unknown") && !strings.Contains(e, "leader") && !strings.Contains(e, "connection closed") {
+			t.Errorf("the send failed with an unexpected error: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("sends were still confirmed 20 s after the majority went away")
@@ -99,21 +101,6 @@ func TestClusterConsumeBeforeStoreConfirmsOnlyOnALeader(t *testing.T) {
 	_ = prod.Disconnect()
 	_ = cons.Disconnect()
 
-	for i := range c.nodes {
-		if i != l {
-			c.start(i)
-		}
-	}
-	nl := c.leader(20 * time.Second)
-	rc, err := dialClusterSTOMP(c.member(nl).STOMP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Disconnect()
-	rsub, err := rc.Subscribe("/queue/cbs", stomp.AckAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mu.Lock()
 	missing := map[string]bool{}
 	for _, s := range all {
@@ -122,17 +109,6 @@ func TestClusterConsumeBeforeStoreConfirmsOnlyOnALeader(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	timeout := time.After(20 * time.Second)
-	for len(missing) > 0 {
-		select {
-		case m := <-rsub.C:
-			if m.Err != nil {
-				t.Fatal(m.Err)
-			}
-			delete(missing, string(m.Body))
-		case <-timeout:
-			t.Fatalf("%d confirmed messages neither consumed nor on the new leader", len(missing))
-		}
-	}
+	c.restartOthersAndReceive(l, "/queue/cbs", missing)
 	t.Logf("%d sends confirmed (%d ops replicated at the 500th), each consumed or kept", len(all), ops)
 }

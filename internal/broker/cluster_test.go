@@ -442,6 +442,25 @@ func TestClusterLeaderWithoutMajorityConfirmsNothing(t *testing.T) {
 	n := len(confirmed)
 	close(confirmed)
 
+	want := map[string]bool{}
+	for b := range confirmed {
+		want[b] = true
+	}
+	got := c.restartOthersAndReceive(l, "/queue/majority", want)
+	for b, k := range got {
+		if k > 1 {
+			t.Errorf("%s delivered %d times", b, k)
+		}
+	}
+	t.Logf("%d sends confirmed before the majority went away, all there", n)
+}
+
+// restartOthersAndReceive starts every node but l again, waits for a
+// leader and consumes queue from it until every body of want has come
+// (20 s at most), and returns how often each body came.
+func (c *testCluster) restartOthersAndReceive(l int, queue string, want map[string]bool) map[string]int {
+	t := c.t
+	t.Helper()
 	for i := range c.nodes {
 		if i != l {
 			c.start(i)
@@ -453,15 +472,11 @@ func TestClusterLeaderWithoutMajorityConfirmsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Disconnect()
-	sub, err := rc.Subscribe("/queue/majority", stomp.AckAuto)
+	sub, err := rc.Subscribe(queue, stomp.AckAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
-	want := map[string]bool{}
-	for b := range confirmed {
-		want[b] = true
-	}
 	timeout := time.After(20 * time.Second)
 	for missing := len(want); missing > 0; {
 		select {
@@ -474,13 +489,8 @@ func TestClusterLeaderWithoutMajorityConfirmsNothing(t *testing.T) {
 				missing--
 			}
 		case <-timeout:
-			t.Fatalf("%d of %d confirmed messages missing after the majority returned", missing, n)
+			t.Fatalf("%d of %d confirmed messages missing on the new leader", missing, len(want))
 		}
 	}
-	for b, k := range got {
-		if k > 1 {
-			t.Errorf("%s delivered %d times", b, k)
-		}
-	}
-	t.Logf("%d sends confirmed before the majority went away, all there", n)
+	return got
 }

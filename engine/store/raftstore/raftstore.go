@@ -864,25 +864,35 @@ func (s *Store) await(fut raft.ApplyFuture, batch []*request) {
 }
 
 func (s *Store) outcome(fut raft.ApplyFuture) error {
+	err, ok := s.wait(fut)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w (update): no outcome within %v", ErrIndeterminate, s.opts.ApplyTimeout)
+	case err != nil:
+		return s.classify("update", err)
+	}
+	if stale, ok := fut.Response().(*StaleError); ok {
+		return stale
+	}
+	if rerr, ok := fut.Response().(error); ok && rerr != nil {
+		// Committed, but this node could not apply it.
+		return fmt.Errorf("%w (update): committed but not applied here: %w", ErrIndeterminate, rerr)
+	}
+	return nil
+}
+
+// wait waits for fut's error, at most Options.ApplyTimeout; ok is false
+// when none came in time (raft answers later; nobody listens).
+func (s *Store) wait(fut raft.Future) (err error, ok bool) {
 	res := make(chan error, 1)
 	go func() { res <- fut.Error() }()
 	t := time.NewTimer(s.opts.ApplyTimeout)
 	defer t.Stop()
 	select {
 	case err := <-res:
-		if err != nil {
-			return s.classify("update", err)
-		}
-		if stale, ok := fut.Response().(*StaleError); ok {
-			return stale
-		}
-		if rerr, ok := fut.Response().(error); ok && rerr != nil {
-			// Committed, but this node could not apply it.
-			return fmt.Errorf("%w (update): committed but not applied here: %w", ErrIndeterminate, rerr)
-		}
-		return nil
+		return err, true
 	case <-t.C:
-		return fmt.Errorf("%w (update): no outcome within %v", ErrIndeterminate, s.opts.ApplyTimeout)
+		return nil, false
 	}
 }
 

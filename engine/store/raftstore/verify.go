@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -119,18 +118,12 @@ func (s *Store) runVerify() {
 
 // verifyLeader runs one raft.VerifyLeader, bounded by ApplyTimeout.
 func (s *Store) verifyLeader() error {
-	res := make(chan error, 1)
-	fut := s.raft.VerifyLeader()
-	go func() { res <- fut.Error() }()
-	t := time.NewTimer(s.opts.ApplyTimeout)
-	defer t.Stop()
-	select {
-	case err := <-res:
-		if err != nil {
-			return fmt.Errorf("%w (verify): this node does not lead a majority: %w", ErrIndeterminate, err)
-		}
-		return nil
-	case <-t.C:
+	err, ok := s.wait(s.raft.VerifyLeader())
+	switch {
+	case !ok:
 		return fmt.Errorf("%w (verify): no majority answered within %v", ErrIndeterminate, s.opts.ApplyTimeout)
+	case err != nil:
+		return fmt.Errorf("%w (verify): this node does not lead a majority: %w", ErrIndeterminate, err)
 	}
+	return nil
 }

@@ -157,26 +157,39 @@ func testHoldCloseWaits(t *testing.T, h *harness) {
 	for i := range n {
 		ps[i] = hs.HoldFunc(opsOnce(&made, "holdcw", fmt.Sprintf("k%02d", i), "v"), time.Hour)
 	}
+	closeWaits(t, h, "hold", "holdcw", ps, func(i int) string { return fmt.Sprintf("k%02d", i) })
+}
+
+// closeWaits closes h's store and checks that every one of ps (writes to
+// bucket, the i-th of key key(i)) is done, durable or not applied, and
+// that the reopened store holds exactly those that were confirmed.
+func closeWaits(t *testing.T, h *harness, what, bucket string, ps []store.Pending, key func(i int) string) {
+	t.Helper()
 	h.close()
 	ok := map[string]bool{}
 	for i, p := range ps {
 		select {
 		case <-p.Done():
 		default:
-			t.Fatalf("hold %d: not done when Close returned", i)
+			t.Fatalf("%s %d: not done when Close returned", what, i)
 		}
 		switch err := p.Err(); {
 		case err == nil:
-			ok[fmt.Sprintf("k%02d", i)] = true
+			ok[key(i)] = true
 		case errors.Is(err, store.ErrClosed):
 		default:
-			t.Fatalf("hold %d: Err %v, want nil or ErrClosed", i, err)
+			t.Fatalf("%s %d: Err %v, want nil or ErrClosed", what, i, err)
 		}
 	}
 	h.s = h.mustOpen()
-	got := h.dump("holdcw")
+	got := h.dump(bucket)
 	if len(got) != len(ok) {
-		t.Fatalf("%d held writes stored, %d confirmed", len(got), len(ok))
+		t.Fatalf("%d writes (%s) stored, %d confirmed", len(got), what, len(ok))
+	}
+	for _, p := range got {
+		if !ok[p.k] {
+			t.Fatalf("%s stored but its Pending failed", p.k)
+		}
 	}
 }
 
@@ -530,32 +543,7 @@ func testSubmitCloseWaits(t *testing.T, h *harness) {
 	for i := range n {
 		ps[i] = sub.Submit([]store.Op{put("cw", fmt.Sprintf("k%03d", i), "v")}, 10*time.Millisecond)
 	}
-	h.close()
-	ok := map[string]bool{}
-	for i, p := range ps {
-		select {
-		case <-p.Done():
-		default:
-			t.Fatalf("submit %d: not done when Close returned", i)
-		}
-		switch err := p.Err(); {
-		case err == nil:
-			ok[fmt.Sprintf("k%03d", i)] = true
-		case errors.Is(err, store.ErrClosed):
-		default:
-			t.Fatalf("submit %d: Err %v, want nil or ErrClosed", i, err)
-		}
-	}
-	h.s = h.mustOpen()
-	got := h.dump("cw")
-	if len(got) != len(ok) {
-		t.Fatalf("%d submitted writes stored, %d confirmed", len(got), len(ok))
-	}
-	for _, p := range got {
-		if !ok[p.k] {
-			t.Fatalf("%s stored but its Pending failed", p.k)
-		}
-	}
+	closeWaits(t, h, "submit", "cw", ps, func(i int) string { return fmt.Sprintf("k%03d", i) })
 }
 
 // One caller's chain of submits applies in order: a reader never sees the
