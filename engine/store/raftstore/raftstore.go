@@ -322,6 +322,13 @@ type pending struct {
 	err error
 }
 
+// end answers a write refused before it was queued.
+func (p *pending) end(err error) store.Pending {
+	p.err = err
+	close(p.fin)
+	return p
+}
+
 func (p *pending) Done() <-chan struct{} { return p.fin }
 func (p *pending) Err() error            { return p.err }
 
@@ -368,24 +375,28 @@ func (s *Store) Submit(ops []store.Op, linger time.Duration) store.Pending {
 // SubmitGen is Submit for writer generation gen (see Begin); 0 is any.
 func (s *Store) SubmitGen(gen uint64, ops []store.Op, _ time.Duration) store.Pending {
 	p := &pending{s: s, fin: make(chan struct{})}
-	done := func(err error) store.Pending {
-		p.err = err
-		close(p.fin)
-		return p
-	}
-	if s.isClosed() {
-		return done(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
-	}
 	if err := validate(ops); err != nil {
-		return done(err)
+		return p.end(err)
 	}
 	if len(ops) == 0 {
-		return done(nil)
+		return p.end(nil)
 	}
-	if s.raft.State() != raft.Leader {
-		return done(s.notLeader(nil))
+	if err := s.refuse(); err != nil {
+		return p.end(err)
 	}
 	return s.enqueue(p, &request{gen: gen, data: encodeOps(nil, ops), nops: len(ops), sub: p})
+}
+
+// refuse returns why a write cannot be queued now (the store is closed,
+// or this node does not lead), or nil.
+func (s *Store) refuse() error {
+	if s.isClosed() {
+		return fmt.Errorf("raftstore: submit: %w", store.ErrClosed)
+	}
+	if s.raft.State() != raft.Leader {
+		return s.notLeader(nil)
+	}
+	return nil
 }
 
 // enqueue queues r, whose Pending is p, and wakes the batcher.
@@ -393,9 +404,7 @@ func (s *Store) enqueue(p *pending, r *request) store.Pending {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		p.err = fmt.Errorf("raftstore: submit: %w", store.ErrClosed)
-		close(p.fin)
-		return p
+		return p.end(fmt.Errorf("raftstore: submit: %w", store.ErrClosed))
 	}
 	p.r = r
 	s.queue = append(s.queue, r)
@@ -422,15 +431,8 @@ func (s *Store) HoldFunc(makeOps func() []store.Op, hold time.Duration) store.Pe
 // HoldFuncGen is HoldFunc for writer generation gen (see Begin); 0 is any.
 func (s *Store) HoldFuncGen(gen uint64, makeOps func() []store.Op, hold time.Duration) store.Pending {
 	p := &pending{s: s, fin: make(chan struct{})}
-	if s.isClosed() {
-		p.err = fmt.Errorf("raftstore: submit: %w", store.ErrClosed)
-		close(p.fin)
-		return p
-	}
-	if s.raft.State() != raft.Leader {
-		p.err = s.notLeader(nil)
-		close(p.fin)
-		return p
+	if err := s.refuse(); err != nil {
+		return p.end(err)
 	}
 	return s.enqueue(p, &request{gen: gen, sub: p, makeOps: makeOps, until: time.Now().Add(max(hold, 0))})
 }
