@@ -250,16 +250,28 @@ func (l *clusterLoad) produce() {
 			}
 			l.confirm(fmt.Sprintf("p-%07d", seq), addr)
 		}
-		_ = conn.MustDisconnect()
+		go func() { _ = conn.MustDisconnect() }() // may block behind a send left behind (sendOne)
 	}
 }
 
 // sendOne sends a persistent message with a receipt, bounded by
-// sendTimeout.
+// sendTimeout. go-stomp's Send can wait for ever when the connection
+// drops while its frame is still queued (nothing answers the receipt's
+// channel then, and its MustDisconnect can block on the same mutex), so
+// a send that outlives the bound is left behind, its connection closed
+// in the background, and counted as failed.
 func sendOne(conn *stomp.Conn, queue, body string) error {
-	watchdog := time.AfterFunc(sendTimeout, func() { _ = conn.MustDisconnect() })
-	defer watchdog.Stop()
-	return conn.Send(queue, "text/plain", []byte(body), stomp.SendOpt.Receipt, stomp.SendOpt.Header("persistent", "true"))
+	done := make(chan error, 1)
+	go func() {
+		done <- conn.Send(queue, "text/plain", []byte(body), stomp.SendOpt.Receipt, stomp.SendOpt.Header("persistent", "true"))
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(sendTimeout):
+		go func() { _ = conn.MustDisconnect() }()
+		return fmt.Errorf("send of %s: no receipt within %v", body, sendTimeout)
+	}
 }
 
 func (l *clusterLoad) confirm(body, addr string) {
@@ -281,7 +293,7 @@ func (l *clusterLoad) pin(addr, prefix string, stop chan struct{}) (failedAt tim
 	if err != nil {
 		return time.Now(), err
 	}
-	defer func() { _ = conn.MustDisconnect() }()
+	defer func() { go func() { _ = conn.MustDisconnect() }() }()
 	for j := 0; !stopped(stop); j++ {
 		body := fmt.Sprintf("%s-%06d", prefix, j)
 		if err := sendOne(conn, l.queue, body); err != nil {
@@ -296,7 +308,11 @@ func (l *clusterLoad) consume() {
 	defer close(l.consDone)
 	for k := 0; !stopped(l.stopCons); k++ {
 		addrs := l.addrs()
-		conn, err := stomp.Dial("tcp", addrs[k%len(addrs)], stomp.ConnOpt.HeartBeat(0, 0), stomp.ConnOpt.ReadChannelCapacity(4096))
+		// Both channels above the prefetch: an Ack blocked on a full write
+		// channel after the connection dropped would hold go-stomp's
+		// close mutex for ever.
+		conn, err := stomp.Dial("tcp", addrs[k%len(addrs)], stomp.ConnOpt.HeartBeat(0, 0),
+			stomp.ConnOpt.ReadChannelCapacity(4096), stomp.ConnOpt.WriteChannelCapacity(4096))
 		if err != nil {
 			time.Sleep(20 * time.Millisecond)
 			continue
