@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -202,11 +203,32 @@ type clusterLoad struct {
 
 	stopProd, stopCons chan struct{}
 	prodDone, consDone chan struct{}
+
+	// What the producer and the consumer did last, for a failed test.
+	prodAt, consAt atomic.Value // string
+}
+
+// note records what the producer (or the consumer) is doing.
+func (l *clusterLoad) note(v *atomic.Value, format string, args ...any) {
+	v.Store(time.Now().Format("15:04:05.000") + " " + fmt.Sprintf(format, args...))
+}
+
+// describe says what the load did last.
+func (l *clusterLoad) describe() string {
+	get := func(v *atomic.Value) string { s, _ := v.Load().(string); return s }
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("load: %d confirmed, %d failed, %d delivered; producer last: %s; consumer last: %s",
+		len(l.confirmed), len(l.failures), len(l.delivered), get(&l.prodAt), get(&l.consAt))
 }
 
 // sendTimeout bounds a send's wait for its receipt: past it the
-// connection is dropped and the send counts as failed.
-const sendTimeout = 20 * time.Second
+// connection is dropped and the send counts as failed. It is well under
+// the 10 s the tests give a new leader to confirm a send: go-stomp can
+// leave a send waiting for ever when the broker closes the connection as
+// the next SEND is queued (the likelier the faster sends are confirmed),
+// and the producer must be free to move on to the new leader in time.
+const sendTimeout = 4 * time.Second
 
 // startLoad starts the producer (prefix p-) and, with consume, the
 // consumer.
@@ -239,12 +261,15 @@ func (l *clusterLoad) produce() {
 		addr := addrs[k%len(addrs)]
 		conn, err := stomp.Dial("tcp", addr, stomp.ConnOpt.HeartBeat(0, 0))
 		if err != nil {
+			l.note(&l.prodAt, "dial %s: %v", addr, err)
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
 		for !stopped(l.stopProd) {
 			seq++
+			l.note(&l.prodAt, "sending p-%07d to %s", seq, addr)
 			if err := sendOne(conn, l.queue, fmt.Sprintf("p-%07d", seq)); err != nil {
+				l.note(&l.prodAt, "send of p-%07d to %s failed: %v", seq, addr, err)
 				l.failed()
 				break
 			}
@@ -311,18 +336,23 @@ func (l *clusterLoad) consume() {
 		// Both channels above the prefetch: an Ack blocked on a full write
 		// channel after the connection dropped would hold go-stomp's
 		// close mutex for ever.
-		conn, err := stomp.Dial("tcp", addrs[k%len(addrs)], stomp.ConnOpt.HeartBeat(0, 0),
+		addr := addrs[k%len(addrs)]
+		conn, err := stomp.Dial("tcp", addr, stomp.ConnOpt.HeartBeat(0, 0),
 			stomp.ConnOpt.ReadChannelCapacity(4096), stomp.ConnOpt.WriteChannelCapacity(4096))
 		if err != nil {
+			l.note(&l.consAt, "dial %s: %v", addr, err)
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
 		sub, err := conn.Subscribe(l.queue, stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.prefetchSize", "64"))
 		if err != nil {
+			l.note(&l.consAt, "subscribe on %s: %v", addr, err)
 			_ = conn.MustDisconnect()
 			continue
 		}
+		l.note(&l.consAt, "receiving from %s", addr)
 		l.receive(conn, sub)
+		l.note(&l.consAt, "stopped receiving from %s", addr)
 		_ = conn.MustDisconnect()
 	}
 }

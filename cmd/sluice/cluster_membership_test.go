@@ -88,6 +88,11 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	var live memberSet
 	live.set(nodes[:3]...)
 	load := startLoad("/queue/members", live.get, true)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(load.describe())
+		}
+	})
 	defer load.stop()
 	more := func(what string, k int) {
 		t.Helper()
