@@ -251,18 +251,7 @@ func TestAuthorizationOfEveryAction(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := sub.Unsubscribe(gostomp.SubscribeOpt.Header("activemq.subscriptionName", "d1")); err != nil {
-			return err
-		}
-		select {
-		case m, ok := <-sub.C:
-			if ok && m != nil && m.Err != nil {
-				return m.Err
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no answer to UNSUBSCRIBE")
-		}
-		return nil
+		return unsubscribe(t, sub, gostomp.SubscribeOpt.Header("activemq.subscriptionName", "d1"))
 	}
 	// queueHolds checks the number of messages on a queue afterwards.
 	queueHolds := func(d message.Destination, n int64) func(*testing.T, *engine.Broker) {
@@ -300,7 +289,7 @@ func TestAuthorizationOfEveryAction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sub.Unsubscribe(); err != nil {
+			if err := unsubscribe(t, sub); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Disconnect(); err != nil {
@@ -370,6 +359,38 @@ func TestAuthorizationOfEveryAction(t *testing.T) {
 // roundTripOrError is roundTrip on a connection whose last frame may have
 // been refused: go-stomp closes the connection on an ERROR, and the ERROR
 // then reaches the subscription instead.
+// unsubscribe sends UNSUBSCRIBE on sub and returns once the server has
+// answered it: nil for its RECEIPT, the ERROR frame's message otherwise.
+// It does not take go-stomp's word for the answer: its Unsubscribe can
+// miss the wake-up of a RECEIPT that arrives before it starts waiting (the
+// broadcast is not made under the lock it waits with) and then returns
+// only after 30 s with a timeout; the subscription's channel, which is
+// closed on either answer, is what is waited for here, for 5 s at most.
+func unsubscribe(t *testing.T, sub *gostomp.Subscription, opts ...func(*gostompframe.Frame) error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- sub.Unsubscribe(opts...) }()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+			done = nil // it returned: the channel says how it was answered
+		case m, ok := <-sub.C:
+			if !ok {
+				return nil
+			}
+			if m != nil && m.Err != nil {
+				return m.Err
+			}
+		case <-deadline:
+			t.Fatal("no answer to UNSUBSCRIBE within 5s")
+		}
+	}
+}
+
 func roundTripOrError(t *testing.T, c *gostomp.Conn) {
 	t.Helper()
 	_ = c.Send("/temp-queue/sync", "text/plain", nil, gostomp.SendOpt.Receipt)
