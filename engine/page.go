@@ -1083,6 +1083,11 @@ func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) 
 	if src.err != nil {
 		return fmt.Errorf("read the paged messages of %s: %w", q.dest, src.err)
 	}
+	// The scheduled messages in memory, then those in the time index,
+	// both under pages.io: the pager moves none from one to the other
+	// meanwhile, which would list it twice (or not at all).
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
 	cands := q.scheduledRefs()
 	now := q.b.nowMillis()
 	q.mu.Lock()
@@ -1101,7 +1106,7 @@ func (q *queue) eachWaiting(match func(*ref) bool, fn func(MessageEntry) error) 
 	// Then the scheduled messages paged out to the time index, in due
 	// order, a chunk at a time.
 	var fnErr error
-	err := q.eachIndexed(func(refs []*ref) (bool, error) {
+	err := q.eachIndexedIO(func(refs []*ref) (bool, error) {
 		for _, r := range refs {
 			if match != nil && !match(r) {
 				continue

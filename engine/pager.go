@@ -25,7 +25,9 @@ package engine
 // Lock order: the pager takes pages.io (page.go) for each queue it writes
 // or reads, then queue.mu; pager.mu is taken alone. Deleting a queue takes
 // pages.io around forgetting its messages, so that no index write lands
-// after the deletion's.
+// after the deletion's. Browsing takes pages.io around its reads of the
+// scheduled messages in memory (queue.mu, then the scheduler's lock) and
+// in the index, so that it sees each on one side only.
 
 import (
 	"bytes"
@@ -412,6 +414,16 @@ func (q *queue) eachIndexed(fn func(refs []*ref) (bool, error)) error {
 	}
 	q.pg.io.Lock()
 	defer q.pg.io.Unlock()
+	return q.eachIndexedIO(fn)
+}
+
+// eachIndexedIO is eachIndexed for a caller that holds pages.io: one that
+// lists the scheduled messages in memory too, and must see each message
+// once, on one side of the pager or the other.
+func (q *queue) eachIndexedIO(fn func(refs []*ref) (bool, error)) error {
+	if q.bucket == "" || q.b.store == nil {
+		return nil
+	}
 	q.mu.Lock()
 	n := q.pg.sched.n
 	from := q.pg.sched.cursor
@@ -511,10 +523,10 @@ func (q *queue) takeIndexed(match func(*ref) bool, fn func(refs []*ref) error) (
 }
 
 // indexedWaiting returns q's paged-out scheduled messages that match, as
-// transient refs in due order, for waiting.
+// transient refs in due order, for waiting, which holds pages.io.
 func (q *queue) indexedWaiting(match func(*ref) bool) ([]*ref, error) {
 	var out []*ref
-	err := q.eachIndexed(func(refs []*ref) (bool, error) {
+	err := q.eachIndexedIO(func(refs []*ref) (bool, error) {
 		for _, r := range refs {
 			if match == nil || match(r) {
 				out = append(out, r)

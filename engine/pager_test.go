@@ -428,3 +428,41 @@ func TestPagedScheduledAmongPagedReadyMessages(t *testing.T) {
 		}
 	}
 }
+
+// Browsing while the pager pages scheduled messages out lists each of them
+// once: never both in memory and in the time index, never in neither. Each
+// send here hands the pager one message while the browse that follows it
+// runs.
+func TestBrowseWhilePagingOutListsEachScheduledMessageOnce(t *testing.T) {
+	b, closeBroker := openPaging(t, t.TempDir())
+	defer closeBroker()
+	q := message.Destination{Kind: message.Queue, Name: "far"}
+	conn, _ := b.Connect(ConnectionOptions{})
+	defer conn.Close()
+	s, _ := conn.CreateSession(AutoAcknowledge)
+	p, _ := s.CreateProducer(q)
+	base := time.Now().Add(time.Hour).UnixMilli()
+	const n = 40
+	for i := 0; i < n; i++ {
+		m := &message.Message{Body: message.Body{Kind: message.BodyText, Data: []byte(fmt.Sprint(i))}}
+		if err := p.Send(context.Background(), m, SendOptions{Set: SetDeliveryTime, DeliveryTime: base + int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, sorted := range []string{"", "priority"} { // eachWaiting, then waiting
+			page, err := b.BrowseMessages(Target{Dest: q}, BrowseOptions{Sort: sorted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := make(map[string]bool, len(page.Messages))
+			for _, e := range page.Messages {
+				if seen[e.Msg.ID] {
+					t.Fatalf("after %d sends, browse (sort %q) lists %s twice", i+1, sorted, e.Msg.Body.Data)
+				}
+				seen[e.Msg.ID] = true
+			}
+			if len(seen) != i+1 {
+				t.Fatalf("after %d sends, browse (sort %q) lists %d messages", i+1, sorted, len(seen))
+			}
+		}
+	}
+}

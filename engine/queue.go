@@ -928,11 +928,17 @@ func (q *queue) scheduledRefs() []*ref {
 // ready ones by priority then arrival, then the scheduled ones by time then
 // arrival. Expired ready refs are left out. It changes nothing.
 func (q *queue) waiting(match func(*ref) bool) []waiting {
-	cands := q.scheduledRefs()
 	paged, err := q.pagedWaiting(match)
 	if err != nil {
 		q.b.log.Error("read paged messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
 	}
+	// The scheduled messages in memory and those in the time index are
+	// read under pages.io, so that the pager moves none from one side to
+	// the other between the two reads (it would be listed twice, or not
+	// at all).
+	q.pg.io.Lock()
+	defer q.pg.io.Unlock()
+	cands := q.scheduledRefs()
 	indexed, err := q.indexedWaiting(match)
 	if err != nil {
 		q.b.log.Error("read paged scheduled messages for browsing", slog.String("destination", q.dest.String()), slog.Any("err", err))
