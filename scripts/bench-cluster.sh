@@ -48,10 +48,11 @@ for n in 1 2 3; do
   clusterenv "$SLUICE" serve --config "$REPO/examples/cluster/node$n.toml" --data "$OUT/data-n$n" 2> "$OUT/n$n.log" &
   PIDS+=($!)
   # The store-first cluster: the example on ports 10 above (stomp 6271N,
-  # amqp 572N, admin 872N, raft 772N).
+  # amqp 572N, admin 872N, raft 772N, websocket 1572N).
   { printf 'consume_before_store = false\n'
     sed -e 's/:6171\([1-3]\)/:6271\1/g' -e 's/:571\([1-3]\)/:572\1/g' \
-        -e 's/:871\([1-3]\)/:872\1/g' -e 's/:771\([1-3]\)/:772\1/g' "$REPO/examples/cluster/node$n.toml"
+        -e 's/:871\([1-3]\)/:872\1/g' -e 's/:771\([1-3]\)/:772\1/g' \
+        -e 's/:1571\([1-3]\)/:1572\1/g' "$REPO/examples/cluster/node$n.toml"
   } > "$OUT/nocbs-node$n.toml"
   clusterenv "$SLUICE" serve --config "$OUT/nocbs-node$n.toml" --data "$OUT/data-nocbs-n$n" 2> "$OUT/nocbs-n$n.log" &
   PIDS+=($!)

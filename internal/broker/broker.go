@@ -322,7 +322,7 @@ func (b *Broker) listen() error {
 // address addr. A loopback listener that lets clients in without
 // credentials answers only requests addressed to this machine (the DNS
 // rebinding guard of ws.Options.LoopbackOnly).
-func (b *Broker) webSocketHandler(srv *stomp.Server, addr string) (*ws.Handler, error) {
+func (b *Broker) webSocketHandler(srv ws.ConnServer, addr string) (*ws.Handler, error) {
 	loop, err := config.LoopbackAddr(addr)
 	if err != nil {
 		return nil, err

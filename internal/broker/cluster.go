@@ -42,6 +42,7 @@ import (
 	"github.com/sluicemq/sluice/protocol/amqp"
 	"github.com/sluicemq/sluice/protocol/amqp091"
 	"github.com/sluicemq/sluice/protocol/stomp"
+	"github.com/sluicemq/sluice/protocol/stomp/ws"
 )
 
 // clusterRetry is how long a leader whose engine failed to open waits
@@ -528,6 +529,30 @@ func (b *Broker) listenCluster() error {
 		}()
 		b.log.Info("listening", slog.String("protocol", x.name), slog.String("addr", ln.Addr().String()), slog.Bool("tls", x.tlsName != ""))
 	}
+	// STOMP over WebSocket: each upgraded connection is routed as a STOMP
+	// one is, redirects naming the leader's WebSocket URL.
+	if l.WebSocket != "" {
+		h, err := b.webSocketHandler(clusterConns{c: c, listener: "websocket"}, l.WebSocket)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle(ws.Path, h)
+		if err := b.serveWebSocket(l.WebSocket, mux); err != nil {
+			return err
+		}
+	}
+	var adminHandler http.Handler = http.HandlerFunc(c.serveAdmin)
+	if l.AdminWebSocket && l.Admin != "" {
+		h, err := b.webSocketHandler(clusterConns{c: c, listener: "admin_websocket"}, l.Admin)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle(ws.Path, h)
+		mux.Handle("/", adminHandler)
+		adminHandler = mux
+	}
 	if addr := l.Admin; addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -538,7 +563,7 @@ func (b *Broker) listenCluster() error {
 		if r := b.tls["admin"]; r != nil {
 			served = tls.NewListener(ln, r.TLSConfig())
 		}
-		b.httpSrv = &http.Server{Handler: http.HandlerFunc(c.serveAdmin), ReadHeaderTimeout: 10 * time.Second,
+		b.httpSrv = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "admin")).Handler(), slog.LevelDebug)}
 		b.wg.Add(1)
 		go func() {
@@ -547,7 +572,8 @@ func (b *Broker) listenCluster() error {
 				b.log.Error("admin listener stopped", slog.Any("err", err))
 			}
 		}()
-		b.log.Info("listening", slog.String("protocol", "admin-http"), slog.String("addr", ln.Addr().String()), slog.Bool("tls", b.tls["admin"] != nil))
+		b.log.Info("listening", slog.String("protocol", "admin-http"), slog.String("addr", ln.Addr().String()),
+			slog.Bool("tls", b.tls["admin"] != nil), slog.Bool("websocket", l.AdminWebSocket))
 	}
 	return nil
 }
@@ -561,8 +587,21 @@ const (
 	kindAMQP091           // AMQP 0-9-1 only
 )
 
+// clusterConns is the ws.ConnServer of a cluster's WebSocket listener
+// (listener "websocket", or "admin_websocket" for /ws of the admin one):
+// it routes each upgraded connection as a STOMP connection.
+type clusterConns struct {
+	c        *clusterNode
+	listener string
+}
+
+// ServeConn serves nc with the serving term's STOMP server, or refuses it
+// naming the leader's URL for the listener.
+func (cc clusterConns) ServeConn(nc net.Conn) { cc.c.route(nc, kindSTOMP, cc.listener) }
+
 // accept hands ln's connections to the serving term or the redirect
-// responder until ln is closed.
+// responder until ln is closed; name is the listener's (its key in
+// [listeners]), for the redirect's address.
 func (c *clusterNode) accept(ln net.Listener, kind protoKind, name string) {
 	var delay time.Duration
 	for {
@@ -580,13 +619,14 @@ func (c *clusterNode) accept(ln net.Listener, kind protoKind, name string) {
 			return
 		}
 		delay = 0
-		go c.route(nc, kind)
+		go c.route(nc, kind, name)
 	}
 }
 
-// route serves nc with the serving term's server for its protocol, or
-// refuses it with a redirect.
-func (c *clusterNode) route(nc net.Conn, kind protoKind) {
+// route serves nc, a connection of the listener named listener, with the
+// serving term's server for its protocol, or refuses it with a redirect
+// to the leader's address for the same listener.
+func (c *clusterNode) route(nc net.Conn, kind protoKind, listener string) {
 	var conn net.Conn = nc
 	is091Conn := kind == kindAMQP091
 	if kind == kindAMQP {
@@ -609,15 +649,51 @@ func (c *clusterNode) route(nc net.Conn, kind protoKind) {
 		}
 		return
 	}
-	m, known := c.leaderMember()
+	addr, known := c.redirectAddr(listener)
 	switch {
 	case kind == kindSTOMP:
-		refuseSTOMP(conn, m.STOMP, known)
+		refuseSTOMP(conn, addr, known)
 	case is091Conn:
-		refuseAMQP091(conn, m.AMQP, known)
+		refuseAMQP091(conn, addr, known)
 	default:
-		refuseAMQP(conn, m.AMQP, known)
+		refuseAMQP(conn, addr, known)
 	}
+}
+
+// redirectAddr is where a follower sends a client of the listener named
+// listener: the leader's advertised address for that listener (a URL for
+// the WebSocket ones, ws:// or wss:// as this node serves them), "" when
+// its members entry has none; known says whether a leader is known.
+func (c *clusterNode) redirectAddr(listener string) (addr string, known bool) {
+	m, known := c.leaderMember()
+	if !known {
+		return "", false
+	}
+	l := c.b.cfg.Listeners
+	switch listener {
+	case "websocket":
+		return webSocketURL(l.WebSocketTLS, m.WebSocket), true
+	case "admin_websocket":
+		return webSocketURL(c.b.tls["admin"] != nil, m.Admin), true
+	case "amqp091":
+		if m.AMQP091 == "" {
+			// Its amqp listener serves AMQP 0-9-1 too (sniff.go).
+			return m.AMQP, true
+		}
+	}
+	return m.Addr(listener), true
+}
+
+// webSocketURL is the STOMP-over-WebSocket URL at host:port addr ("" for
+// none).
+func webSocketURL(secure bool, addr string) string {
+	if addr == "" {
+		return ""
+	}
+	if secure {
+		return "wss://" + addr + ws.Path
+	}
+	return "ws://" + addr + ws.Path
 }
 
 // serveAdmin answers the admin listener: the serving term's admin server

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -39,13 +38,38 @@ type Member struct {
 	ID string `toml:"id"`
 	// Raft is the host:port of its raft transport.
 	Raft string `toml:"raft"`
-	// STOMP, AMQP and Admin are the host:port clients and operators reach
-	// it on (advertised addresses: a listener bound to 0.0.0.0 is reached
-	// on a real host name). Empty: that protocol's redirects to this
-	// node name no address.
-	STOMP string `toml:"stomp"`
-	AMQP  string `toml:"amqp"`
-	Admin string `toml:"admin"`
+	// STOMP, STOMPS, AMQP, AMQPS, AMQP091, WebSocket and Admin are the
+	// host:port clients and operators reach its listeners of those names
+	// on (advertised addresses: a listener bound to 0.0.0.0 is reached on
+	// a real host name). A follower refuses a client naming the leader's
+	// address for the listener the client came in on, so that a TLS
+	// client is sent to TLS. Empty: redirects to this node from that
+	// listener name no address.
+	STOMP     string `toml:"stomp"`
+	STOMPS    string `toml:"stomps"`
+	AMQP      string `toml:"amqp"`
+	AMQPS     string `toml:"amqps"`
+	AMQP091   string `toml:"amqp091"`
+	WebSocket string `toml:"websocket"`
+	Admin     string `toml:"admin"`
+}
+
+// Addr returns the member's advertised address for the listener named
+// listener (as in [listeners]: "stomp", "stomps", "amqp", "amqps",
+// "amqp091", "websocket", "admin"); "" when it has none.
+func (m Member) Addr(listener string) string {
+	for _, a := range m.addrs() {
+		if a.key == listener {
+			return a.addr
+		}
+	}
+	return ""
+}
+
+// addrs lists the member's addresses by their keys.
+func (m Member) addrs() []struct{ key, addr string } {
+	return []struct{ key, addr string }{{"raft", m.Raft}, {"stomp", m.STOMP}, {"stomps", m.STOMPS}, {"amqp", m.AMQP},
+		{"amqps", m.AMQPS}, {"amqp091", m.AMQP091}, {"websocket", m.WebSocket}, {"admin", m.Admin}}
 }
 
 // Self returns this node's member entry.
@@ -109,7 +133,7 @@ func (c *Config) validateCluster() []error {
 		} else {
 			rafts[m.Raft] = i + 1
 		}
-		for _, a := range []struct{ key, addr string }{{"raft", m.Raft}, {"stomp", m.STOMP}, {"amqp", m.AMQP}, {"admin", m.Admin}} {
+		for _, a := range m.addrs() {
 			if a.addr == "" {
 				continue
 			}
@@ -153,9 +177,6 @@ func (c *Config) validateCluster() []error {
 	}
 	if el < hb {
 		bad("election_timeout (%v) must be at least heartbeat_timeout (%v)", el, hb)
-	}
-	if c.Listeners.WebSocket != "" || c.Listeners.AdminWebSocket {
-		errs = append(errs, errors.New("listeners.websocket and listeners.admin_websocket are not supported in a cluster yet (a follower could not redirect them)"))
 	}
 	return errs
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // The example cluster of issue #17 item 7: three nodes n1-n3, STOMP on
-// 61711-61713, AMQP on 5711-5713, admin on 8711-8713, raft on 7711-7713,
-// the same member list in each file, each valid.
+// 61711-61713, AMQP on 5711-5713, admin on 8711-8713, raft on 7711-7713
+// (and STOMP over WebSocket on 15711-15713), the same member list in each
+// file, each valid.
 func TestClusterExamples(t *testing.T) {
 	var first []Member
 	for i := 1; i <= 3; i++ {
@@ -26,16 +27,17 @@ func TestClusterExamples(t *testing.T) {
 		if cl == nil || cl.NodeID != fmt.Sprintf("n%d", i) || !cl.Bootstrap {
 			t.Fatalf("%s: cluster %+v", file, cl)
 		}
-		want := Listeners{STOMP: fmt.Sprintf("127.0.0.1:6171%d", i), AMQP: fmt.Sprintf("127.0.0.1:571%d", i), Admin: fmt.Sprintf("127.0.0.1:871%d", i)}
+		want := Listeners{STOMP: fmt.Sprintf("127.0.0.1:6171%d", i), AMQP: fmt.Sprintf("127.0.0.1:571%d", i), Admin: fmt.Sprintf("127.0.0.1:871%d", i),
+			WebSocket: fmt.Sprintf("127.0.0.1:1571%d", i)}
 		l := cfg.Listeners
-		if l.STOMP != want.STOMP || l.AMQP != want.AMQP || l.Admin != want.Admin || l.WebSocket != "" {
+		if l.STOMP != want.STOMP || l.AMQP != want.AMQP || l.Admin != want.Admin || l.WebSocket != want.WebSocket {
 			t.Errorf("%s: listeners %+v, want %+v", file, l, want)
 		}
 		if got := cl.RaftAddr(); got != fmt.Sprintf("127.0.0.1:771%d", i) {
 			t.Errorf("%s: raft %s", file, got)
 		}
 		self, _ := cl.Self()
-		if self.STOMP != l.STOMP || self.AMQP != l.AMQP || self.Admin != l.Admin {
+		if self.STOMP != l.STOMP || self.AMQP != l.AMQP || self.Admin != l.Admin || self.WebSocket != l.WebSocket {
 			t.Errorf("%s: its member entry %+v does not match its listeners", file, self)
 		}
 		if i == 1 {
@@ -67,7 +69,8 @@ func TestClusterValidation(t *testing.T) {
 		{"raft port differs", func(c *Config) { c.Cluster.Raft = "0.0.0.0:9999" }, "cluster.raft 0.0.0.0:9999 and this node's members entry"},
 		{"negative timeout", func(c *Config) { c.Cluster.ElectionTimeout = -1 }, "must not be negative"},
 		{"election before heartbeat", func(c *Config) { c.Cluster.HeartbeatTimeout = Duration(2 * time.Second) }, "election_timeout (1s) must be at least heartbeat_timeout (2s)"},
-		{"websocket", func(c *Config) { c.Listeners.WebSocket = "127.0.0.1:15674" }, "not supported in a cluster"},
+		{"bad websocket address", func(c *Config) { c.Cluster.Members[1].WebSocket = "h:x" }, `cluster.members[1] ("n2").websocket: port "x"`},
+		{"bad stomps address", func(c *Config) { c.Cluster.Members[0].STOMPS = "nohost" }, `cluster.members[0] ("n1").stomps`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
