@@ -154,16 +154,7 @@ func (c *adminClient) do(method, path string, body io.Reader, contentType string
 // call sends a JSON request (body may be nil) and decodes the answer into
 // out, or prints it as it is with --json.
 func (c *adminClient) call(method, path string, body, out any) error {
-	var rd io.Reader
-	ct := ""
-	if body != nil {
-		j, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd, ct = bytes.NewReader(j), "application/json"
-	}
-	raw, _, err := c.do(method, path, rd, ct)
+	raw, err := c.send(method, path, body)
 	if err != nil {
 		return err
 	}
@@ -181,6 +172,32 @@ func (c *adminClient) call(method, path string, body, out any) error {
 		return nil
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// fetch is call for an answer the command reads but does not print, even
+// with --json.
+func (c *adminClient) fetch(method, path string, body, out any) error {
+	raw, err := c.send(method, path, body)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// send makes a request with body (nil: none) as JSON and returns the
+// answer's body.
+func (c *adminClient) send(method, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	ct := ""
+	if body != nil {
+		j, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd, ct = bytes.NewReader(j), "application/json"
+	}
+	raw, _, err := c.do(method, path, rd, ct)
+	return raw, err
 }
 
 // ---------------------------------------------------------------------------

@@ -35,7 +35,8 @@ func clusterNode(t *testing.T, id, raft, adminAddr string, bootstrap bool, membe
 
 // `sluice admin cluster`: status on the leader of a one-node cluster; join
 // adds a second node, which then reports itself a follower of the first;
-// leave removes it again.
+// transfer makes it the leader; leave on it, the leader, hands the
+// leadership back and has the first node remove it.
 func TestAdminCluster(t *testing.T) {
 	a := freeAddrs(t, 4)
 	n1 := config.Member{ID: "n1", Raft: a[0], Admin: a[1]}
@@ -80,8 +81,39 @@ func TestAdminCluster(t *testing.T) {
 		t.Errorf("leave on a follower: %v\n%s", err, out)
 	}
 
-	out = admMust(t, url1, "", "cluster", "leave", "n2")
-	if !strings.Contains(out, "n2 left the cluster") || strings.Contains(out, n2.Raft) {
+	if out, err := admRun(t, url2, "", "", "cluster", "transfer"); err == nil || !strings.Contains(out+err.Error(), "not the leader") {
+		t.Errorf("transfer on a follower: %v\n%s", err, out)
+	}
+	if out, err := admRun(t, url1, "", "", "cluster", "transfer", "n9"); err == nil || !strings.Contains(out+err.Error(), `"n9" is not one of the other voters`) {
+		t.Errorf("transfer to a non-member: %v\n%s", err, out)
+	}
+
+	// transfer: n2 leads at once (no election timeout to wait out).
+	out = admMust(t, url1, "", "cluster", "transfer", "n2")
+	if !strings.Contains(out, "leadership handed to n2") {
+		t.Errorf("transfer output:\n%s", out)
+	}
+	waitStatus := func(url, want string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			out, _ := admRun(t, url, "", "", "cluster", "status")
+			if strings.Contains(out, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status at %s does not say %q within 15 s:\n%s", url, want, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitStatus(url2, "node n2: leader, serving true")
+
+	// The leader leaves: it hands its leadership back to n1, which is
+	// asked to remove it.
+	out = admMust(t, url2, "", "cluster", "leave", "n2")
+	if !strings.Contains(out, "n2 left the cluster") || !strings.Contains(out, "node n1: leader") || strings.Contains(out, n2.Raft) {
 		t.Errorf("leave output:\n%s", out)
 	}
+	waitStatus(url1, "node n1: leader, serving true")
 }

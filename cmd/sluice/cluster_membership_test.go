@@ -195,8 +195,8 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	})
 	more("200 sends confirmed after the SIGKILL", 200)
 
-	// The leader removes itself: raft commits the change and the leader
-	// steps down; the two left elect one of them.
+	// The leader leaves: `cluster leave` hands its leadership to one of
+	// the two left, which removes it.
 	left := time.Now()
 	out, err = admRun(t, "http://"+nl.admin, "", "", "cluster", "leave", nl.id)
 	leaveTook := time.Since(left)

@@ -7,9 +7,15 @@ import (
 	"time"
 )
 
-// ErrNotLeader is matched (errors.Is) by the errors of a Cluster's Join
-// and Leave on a node that is not the leader; the API answers them 409.
+// ErrNotLeader is matched (errors.Is) by the errors of a Cluster's Join,
+// Leave and Transfer on a node that is not the leader; the API answers
+// them 409.
 var ErrNotLeader = errors.New("not the leader")
+
+// ErrRefused is matched by the errors of a Cluster's operation that the
+// cluster's membership does not allow (a transfer with no voter to take
+// the leadership); the API answers them 409 with the error's text.
+var ErrRefused = errors.New("refused")
 
 // Cluster is a clustered broker's node (internal/broker), for
 // /api/cluster.
@@ -20,6 +26,10 @@ type Cluster interface {
 	ClusterJoin(id, raftAddr string) error
 	// ClusterLeave removes a member (on the leader).
 	ClusterLeave(id string) error
+	// ClusterTransfer hands the leadership (on the leader) to the voter
+	// to, or to the most up-to-date one when to is "", and returns the
+	// new leader's ID.
+	ClusterTransfer(to string) (string, error)
 }
 
 // ClusterStatus is GET /api/cluster's answer.
@@ -111,6 +121,7 @@ func (s *Server) clusterRoutes() {
 	s.handle("GET /api/cluster", s.clusterStatus)
 	s.handle("POST /api/cluster/members", s.clusterJoin)
 	s.handle("DELETE /api/cluster/members/{id}", s.clusterLeave)
+	s.handle("POST /api/cluster/transfer", s.clusterTransfer)
 }
 
 func (s *Server) noCluster(w http.ResponseWriter) bool {
@@ -163,11 +174,35 @@ func (s *Server) clusterLeave(w http.ResponseWriter, r *http.Request) {
 	s.membership(w, s.opts.Cluster.ClusterLeave(r.PathValue("id")))
 }
 
-// membership answers a join or a leave with the status after it.
+// clusterTransfer is POST /api/cluster/transfer {"to": ID}: the leader
+// hands its leadership over (to ID, or, with none, to the most up-to-date
+// voter), then answers this node's status, which names the new leader.
+func (s *Server) clusterTransfer(w http.ResponseWriter, r *http.Request) {
+	if s.noCluster(w) {
+		return
+	}
+	var req struct {
+		To string `json:"to"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, w, &req); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	_, err := s.opts.Cluster.ClusterTransfer(req.To)
+	s.membership(w, err)
+}
+
+// membership answers a join, a leave or a transfer with the status after
+// it.
 func (s *Server) membership(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		writeError(w, http.StatusConflict, err.Error()+" (send it to the leader: GET /api/cluster names it)")
+		return
+	case errors.Is(err, ErrRefused):
+		writeError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,9 @@ func (f *fakeCluster) ClusterStatus() (ClusterStatus, error) {
 
 func (f *fakeCluster) ClusterJoin(string, string) error { return ErrNotLeader }
 func (f *fakeCluster) ClusterLeave(string) error        { return ErrNotLeader }
+func (f *fakeCluster) ClusterTransfer(string) (string, error) {
+	return "", fmt.Errorf("transfer: %w", ErrNotLeader)
+}
 
 // threeNodes is the status of a three-node cluster as self sees it, with
 // leader leading (none when "").
@@ -118,6 +122,11 @@ func TestFollowerServer(t *testing.T) {
 	if who := e.want("GET", "/api/whoami", nil, 200); who["role"] != "admin" {
 		t.Errorf("whoami on a follower: %v", who)
 	}
+	// Membership changes and transfers are the leader's: 409 naming where.
+	if v := e.want("POST", "/api/cluster/transfer", map[string]string{"to": "n3"}, 409); !strings.Contains(fmt.Sprint(v["error"]), "send it to the leader") {
+		t.Errorf("transfer on a follower: %v", v)
+	}
+	e.want("POST", "/api/cluster/transfer", nil, 409)
 	st := e.want("GET", "/api/cluster", nil, 200)
 	members, _ := st["members"].([]any)
 	if len(members) != 3 {

@@ -318,14 +318,48 @@ func (c *clusterNode) current() *term {
 	return c.cur
 }
 
-// shutdown ends the term and closes the raft node.
+// shutdown ends the term, hands the leadership over if this node has it,
+// and closes the raft node.
 func (c *clusterNode) shutdown() error {
 	close(c.stop)
 	<-c.done
+	c.handOff()
 	c.stopMetrics()
 	<-c.metricsDone
 	c.follower.Close()
 	return c.rs.Close()
+}
+
+// handOffTimeout bounds the leadership transfer of a stopping leader.
+const handOffTimeout = 5 * time.Second
+
+// handOff transfers the leadership of a stopping node, if it leads, to
+// another voter: with its term closed it has no write in flight, and the
+// cluster gets its next leader after a round trip rather than after the
+// followers' heartbeat timeout and an election. A failed transfer only
+// costs that wait.
+func (c *clusterNode) handOff() {
+	if !c.rs.IsLeader() {
+		return
+	}
+	start := time.Now()
+	id, err := c.rs.TransferLeadership("", handOffTimeout)
+	switch {
+	case errors.Is(err, raftstore.ErrNoTransferTarget):
+	case err != nil:
+		c.log.Warn("stopping leader could not hand its leadership over; the others elect one after their heartbeat timeout", slog.Any("err", err))
+	default:
+		c.log.Info("stopping leader handed its leadership over", slog.String("to", id), slog.Duration("took", time.Since(start)))
+	}
+}
+
+// ClusterTransfer is admin.Cluster's Transfer: hands the leadership to
+// the voter to ("": raft's pick), on the leader, and returns the new
+// leader's ID. This node's clients are dropped as its term ends; they
+// find the new leader by the redirects.
+func (c *clusterNode) ClusterTransfer(to string) (string, error) {
+	id, err := c.rs.TransferLeadership(to, membershipTimeout)
+	return id, clusterErr(err)
 }
 
 // leaderMember returns the member entry of the leader this node knows of.
@@ -376,6 +410,9 @@ func (c *clusterNode) ClusterLeave(id string) error {
 }
 
 func clusterErr(err error) error {
+	if errors.Is(err, raftstore.ErrNoTransferTarget) {
+		return fmt.Errorf("%w: %w", admin.ErrRefused, err)
+	}
 	var nl *raftstore.NotLeaderError
 	if errors.As(err, &nl) {
 		return fmt.Errorf("%w: %w", admin.ErrNotLeader, err)
@@ -649,39 +686,44 @@ func (c *clusterNode) route(nc net.Conn, kind protoKind, listener string) {
 		}
 		return
 	}
-	addr, known := c.redirectAddr(listener)
+	rd := c.redirectFor(listener)
 	switch {
 	case kind == kindSTOMP:
-		refuseSTOMP(conn, addr, known)
+		refuseSTOMP(conn, rd)
 	case is091Conn:
-		refuseAMQP091(conn, addr, known)
+		refuseAMQP091(conn, rd)
 	default:
-		refuseAMQP(conn, addr, known)
+		refuseAMQP(conn, rd)
 	}
 }
 
-// redirectAddr is where a follower sends a client of the listener named
-// listener: the leader's advertised address for that listener (a URL for
-// the WebSocket ones, ws:// or wss:// as this node serves them), "" when
-// its members entry has none; known says whether a leader is known.
-func (c *clusterNode) redirectAddr(listener string) (addr string, known bool) {
+// redirectFor is where a node that serves no clients sends a client of
+// the listener named listener: the leader's advertised address for that
+// listener (a URL for the WebSocket ones, ws:// or wss:// as this node
+// serves them), none when its members entry has none or the leader is
+// this node.
+func (c *clusterNode) redirectFor(listener string) redirect {
 	m, known := c.leaderMember()
-	if !known {
-		return "", false
+	switch {
+	case !known:
+		return redirect{}
+	case m.ID == c.cfg.NodeID:
+		return redirect{known: true, self: true}
 	}
+	rd := redirect{known: true, addr: m.Addr(listener)}
 	l := c.b.cfg.Listeners
 	switch listener {
 	case "websocket":
-		return webSocketURL(l.WebSocketTLS, m.WebSocket), true
+		rd.addr = webSocketURL(l.WebSocketTLS, m.WebSocket)
 	case "admin_websocket":
-		return webSocketURL(c.b.tls["admin"] != nil, m.Admin), true
+		rd.addr = webSocketURL(c.b.tls["admin"] != nil, m.Admin)
 	case "amqp091":
 		if m.AMQP091 == "" {
 			// Its amqp listener serves AMQP 0-9-1 too (sniff.go).
-			return m.AMQP, true
+			rd.addr = m.AMQP
 		}
 	}
-	return m.Addr(listener), true
+	return rd
 }
 
 // webSocketURL is the STOMP-over-WebSocket URL at host:port addr ("" for

@@ -25,14 +25,25 @@ import (
 // redirectTimeout bounds a refused connection's whole exchange.
 const redirectTimeout = 10 * time.Second
 
-// redirectText says where the leader is, for the messages of the
-// responders: addr is the leader's address for the protocol, known whether
-// a leader is known at all.
-func redirectText(addr string, known bool) string {
+// redirect is what a follower tells a client it refuses about the leader.
+type redirect struct {
+	// addr is the leader's address for the listener the client came in
+	// on; "" when its members entry has none, or no other node leads.
+	addr string
+	// known: a leader is known. self: it is this node, which serves no
+	// clients for the moment (its engine is opening, or it is stopping
+	// and handing its leadership over).
+	known, self bool
+}
+
+// text says where the leader is, for the messages of the responders.
+func (r redirect) text() string {
 	switch {
-	case addr != "":
-		return "this node is a follower of a Sluice cluster; the leader is at " + addr
-	case known:
+	case r.self:
+		return "this node leads its Sluice cluster but is not serving clients at the moment (starting or stopping); try again or try another node"
+	case r.addr != "":
+		return "this node is a follower of a Sluice cluster; the leader is at " + r.addr
+	case r.known:
 		return "this node is a follower of a Sluice cluster; the leader's address for this protocol is not configured (cluster.members)"
 	default:
 		return "this node is a follower of a Sluice cluster and no leader is elected yet; try another node"
@@ -42,7 +53,7 @@ func redirectText(addr string, known bool) string {
 // refuseSTOMP reads the client's CONNECT (or STOMP) frame and answers an
 // ERROR frame naming the leader's STOMP address in its message header and
 // body, then closes.
-func refuseSTOMP(nc net.Conn, leader string, known bool) {
+func refuseSTOMP(nc net.Conn, rd redirect) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(redirectTimeout))
 	r := frame.NewReader(nc, frame.DefaultLimits())
@@ -65,11 +76,11 @@ func refuseSTOMP(nc net.Conn, leader string, known bool) {
 	if err != nil {
 		v = frame.V10
 	}
-	msg := redirectText(leader, known)
+	msg := rd.text()
 	e := &frame.Frame{Command: frame.CmdError, Body: []byte(msg + "\n")}
 	e.Set(frame.HeaderMessage, msg)
-	if leader != "" {
-		e.Set("leader", leader)
+	if rd.addr != "" {
+		e.Set("leader", rd.addr)
 	}
 	e.Set("content-type", "text/plain")
 	w := frame.NewWriter(nc, frame.EncodeOptions{})
@@ -103,7 +114,7 @@ func drain(nc net.Conn) {
 // info (network-host, port; no hostname, which Qpid JMS would take as
 // a virtual host), as the AMQP 1.0 specification's
 // connection error redirect says.
-func refuseAMQP(nc net.Conn, leader string, known bool) {
+func refuseAMQP(nc net.Conn, rd redirect) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(redirectTimeout))
 	r := frames.NewReader(bufio.NewReader(nc), 64<<10)
@@ -144,8 +155,8 @@ func refuseAMQP(nc net.Conn, leader string, known bool) {
 	if err := w.WriteFrame(frames.Frame{Type: frames.TypeAMQP, Body: &types.Open{ContainerID: "sluice"}}); err != nil {
 		return
 	}
-	e := &types.Error{Condition: types.ConnectionErrorRedirect, Description: redirectText(leader, known)}
-	if host, port, err := splitPort(leader); err == nil {
+	e := &types.Error{Condition: types.ConnectionErrorRedirect, Description: rd.text()}
+	if host, port, err := splitPort(rd.addr); err == nil {
 		e.Info = types.Fields{
 			{Key: types.Symbol("network-host"), Value: host},
 			{Key: types.Symbol("port"), Value: port},
@@ -187,7 +198,7 @@ func splitPort(addr string) (string, uint16, error) {
 // refuseAMQP091 answers an AMQP 0-9-1 client's protocol header with
 // connection.start and its start-ok with connection.close 320
 // (CONNECTION_FORCED) whose reply text names the leader's address.
-func refuseAMQP091(nc net.Conn, leader string, known bool) {
+func refuseAMQP091(nc net.Conn, rd redirect) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(redirectTimeout))
 	br := bufio.NewReader(nc)
@@ -205,7 +216,7 @@ func refuseAMQP091(nc net.Conn, leader string, known bool) {
 	if !awaitMethod[*spec.ConnectionStartOk](fr) {
 		return
 	}
-	text := "CONNECTION_FORCED - " + redirectText(leader, known)
+	text := "CONNECTION_FORCED - " + rd.text()
 	if len(text) > 255 {
 		text = text[:255]
 	}

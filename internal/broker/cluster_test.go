@@ -55,7 +55,8 @@ func newTestCluster(t *testing.T, dests ...config.Destination) *testCluster {
 }
 
 // newTestClusterWith is newTestCluster with each node's configuration,
-// made from config.Default, changed by tune.
+// made from config.Default with the test's listeners and [cluster],
+// changed by tune.
 func newTestClusterWith(t *testing.T, tune func(*config.Config), dests ...config.Destination) *testCluster {
 	t.Helper()
 	a := freeAddrs(t, 12)
@@ -67,12 +68,12 @@ func newTestClusterWith(t *testing.T, tune func(*config.Config), dests ...config
 	for i := range 3 {
 		cfg := config.Default()
 		cfg.Data = t.TempDir()
-		if tune != nil {
-			tune(&cfg)
-		}
 		cfg.Listeners = config.Listeners{STOMP: members[i].STOMP, AMQP: members[i].AMQP, Admin: members[i].Admin}
 		cfg.Cluster = &config.Cluster{NodeID: members[i].ID, Bootstrap: true, Members: members}
 		cfg.Destinations = dests
+		if tune != nil {
+			tune(&cfg)
+		}
 		c.cfgs = append(c.cfgs, cfg)
 		c.nodes = append(c.nodes, nil)
 	}

@@ -650,6 +650,67 @@ func (s *Store) RemoveServer(id string, timeout time.Duration) error {
 	return nil
 }
 
+// ErrNoTransferTarget is TransferLeadership's error when no other voter
+// is there to take the leadership, or the one named is not one.
+var ErrNoTransferTarget = errors.New("raftstore: no voting member to hand the leadership to")
+
+// TransferLeadership hands this node's leadership (on the leader) to the
+// voter with ID to, or to raft's pick of the most up to date when to is
+// "": raft brings it up to date, then has it start an election at once,
+// so the cluster has a new leader after a round trip instead of an
+// election timeout. While the transfer runs, new writes are refused
+// (a NotLeaderError). It waits up to timeout for a new leader to be
+// known here, and returns its ID.
+func (s *Store) TransferLeadership(to string, timeout time.Duration) (string, error) {
+	if s.raft.State() != raft.Leader {
+		return "", s.notLeader(raft.ErrNotLeader)
+	}
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return "", fmt.Errorf("raftstore: transfer leadership: %w", err)
+	}
+	var target *raft.Server
+	others := 0
+	for _, srv := range cf.Configuration().Servers {
+		if srv.ID == raft.ServerID(s.opts.NodeID) || srv.Suffrage != raft.Voter {
+			continue
+		}
+		others++
+		if string(srv.ID) == to {
+			target = &srv
+		}
+	}
+	switch {
+	case others == 0:
+		return "", ErrNoTransferTarget
+	case to != "" && target == nil:
+		return "", fmt.Errorf("%w: %q is not one of the other voters", ErrNoTransferTarget, to)
+	}
+	var fut raft.Future
+	if target != nil {
+		fut = s.raft.LeadershipTransferToServer(target.ID, target.Address)
+	} else {
+		fut = s.raft.LeadershipTransfer()
+	}
+	err, done := s.wait(fut)
+	if !done {
+		err = fmt.Errorf("no answer within %v", s.opts.ApplyTimeout)
+	}
+	if err != nil {
+		return "", fmt.Errorf("raftstore: transfer leadership: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if id, _ := s.Leader(); id != "" && id != s.opts.NodeID {
+			return id, nil
+		}
+		if !time.Now().Before(deadline) {
+			return "", fmt.Errorf("raftstore: transfer leadership: no new leader known within %v", timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // Snapshot takes a raft snapshot now and truncates the log behind it.
 func (s *Store) Snapshot() error {
 	if err := s.raft.Snapshot().Error(); err != nil {
