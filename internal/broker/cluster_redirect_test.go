@@ -123,3 +123,20 @@ func TestClusterRedirectsToTheLeadersListenerOfTheSameKind(t *testing.T) {
 		}
 	}
 }
+
+// What a refused client is told, in each state of the leadership.
+func TestRedirectText(t *testing.T) {
+	for _, tt := range []struct {
+		rd   redirect
+		want string
+	}{
+		{redirect{}, "no leader is elected yet; try another node"},
+		{redirect{known: true, addr: "10.0.0.2:61613"}, "the leader is at 10.0.0.2:61613"},
+		{redirect{known: true}, "the leader's address for this protocol is not configured (cluster.members)"},
+		{redirect{known: true, self: true}, "this node leads its Sluice cluster but is not serving clients at the moment"},
+	} {
+		if got := tt.rd.text(); !strings.Contains(got, tt.want) {
+			t.Errorf("%+v: %q, want it to say %q", tt.rd, got, tt.want)
+		}
+	}
+}
