@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,8 +54,9 @@ type Broker struct {
 	// tls are the TLS configurations of the TLS listeners by name
 	// (stomps, amqps, admin, websocket), fixed once Start returns.
 	tls       map[string]*tlsconf.Reloader
-	stopWatch context.CancelFunc // ends the TLS file watchers and the disk watcher
-	restoreGC func()             // puts back the runtime's memory limit (flow.go)
+	stopWatch context.CancelFunc          // ends the TLS file watchers and the disk watcher
+	disk      atomic.Pointer[diskReading] // the disk watcher's last reading (flow.go)
+	restoreGC func()                      // puts back the runtime's memory limit (flow.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -138,6 +140,7 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 			_ = b.Shutdown(context.Background())
 			return nil, err
 		}
+		b.startWatchers(opts)
 		return b, nil
 	}
 	storeSync := admin.NewStoreSyncLatency()
@@ -196,8 +199,19 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		_ = b.Shutdown(context.Background())
 		return nil, err
 	}
+	b.startWatchers(opts)
+	b.admin.SetReady(true)
+	return b, nil
+}
+
+// startWatchers starts the TLS file watchers and the disk watcher, which
+// run until Shutdown.
+func (b *Broker) startWatchers(opts startOptions) {
 	watchCtx, stop := context.WithCancel(context.Background())
 	b.stopWatch = stop
+	if opts.tlsPoll <= 0 {
+		opts.tlsPoll = tlsconf.PollInterval
+	}
 	for _, r := range b.tls {
 		b.wg.Add(1)
 		go func() {
@@ -216,8 +230,6 @@ func startWith(ctx context.Context, cfg config.Config, log *slog.Logger, opts st
 		defer b.wg.Done()
 		b.watchDisk(watchCtx, opts.diskPoll, opts.diskUsage)
 	}()
-	b.admin.SetReady(true)
-	return b, nil
 }
 
 func (b *Broker) listen() error {

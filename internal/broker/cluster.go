@@ -250,6 +250,7 @@ func (c *clusterNode) openTerm(epoch uint64) error {
 		fs.fence()
 		return fmt.Errorf("open engine: %w", err)
 	}
+	b.applyDisk(eng.Flow()) // the disk watcher's last word, until its next
 	connOpts, err := b.cfg.ConnectionOptions()
 	if err != nil {
 		_ = eng.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ import (
 // amqps client (amqp:connection:redirect) to its amqps one, a WebSocket
 // client to its WebSocket URL (wss:// here, as the listener is TLS; ws://
 // for /ws of the plain admin listener). The leader serves STOMP over both
-// WebSocket listeners.
+// WebSocket listeners. Every node, follower or leader, reloads replaced
+// TLS files by itself.
 func TestClusterRedirectsToTheLeadersListenerOfTheSameKind(t *testing.T) {
 	s := newTLSSetup(t)
 	a := freeAddrs(t, 21)
@@ -33,7 +35,7 @@ func TestClusterRedirectsToTheLeadersListenerOfTheSameKind(t *testing.T) {
 		members = append(members, config.Member{ID: fmt.Sprintf("n%d", i+1), Raft: x[0], STOMP: x[1], STOMPS: x[2],
 			AMQP: x[3], AMQPS: x[4], WebSocket: x[5], Admin: x[6]})
 	}
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, opts: startOptions{tlsPoll: 20 * time.Millisecond}}
 	for i, m := range members {
 		cfg := s.config(t)
 		cfg.ConsumeBeforeStore = false
@@ -119,6 +121,20 @@ func TestClusterRedirectsToTheLeadersListenerOfTheSameKind(t *testing.T) {
 			rest = strings.ReplaceAll(rest, `\c`, ":") // STOMP 1.2 header escaping
 			if cmd != "ERROR" || !strings.Contains(rest, "\nleader:"+x.want+"\n") || !strings.Contains(rest, "the leader is at "+x.want+"\n") {
 				t.Errorf("n%d %s: CONNECT answered %s %q, want an ERROR naming %s", f+1, x.url, cmd, rest, x.want)
+			}
+		}
+	}
+
+	next := s.ca.Server(t, "127.0.0.1")
+	next.Write(t, filepath.Join(s.dir, "tls"), "server")
+	for i, m := range members {
+		for _, addr := range []string{m.STOMPS, m.AMQPS, m.WebSocket} {
+			deadline := time.Now().Add(30 * time.Second)
+			for !isCert(peerCert(t, addr, s.client()), next) {
+				if time.Now().After(deadline) {
+					t.Fatalf("n%d did not reload the replaced certificate for %s", i+1, addr)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 	}

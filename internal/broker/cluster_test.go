@@ -42,6 +42,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // testCluster is three in-process brokers with [cluster] on loopback.
 type testCluster struct {
 	t     *testing.T
+	opts  startOptions
 	cfgs  []config.Config
 	nodes []*Broker
 }
@@ -59,12 +60,19 @@ func newTestCluster(t *testing.T, dests ...config.Destination) *testCluster {
 // changed by tune.
 func newTestClusterWith(t *testing.T, tune func(*config.Config), dests ...config.Destination) *testCluster {
 	t.Helper()
+	return newTestClusterOpts(t, tune, startOptions{}, dests...)
+}
+
+// newTestClusterOpts is newTestClusterWith with every node started with
+// opts (Start's where they are zero).
+func newTestClusterOpts(t *testing.T, tune func(*config.Config), opts startOptions, dests ...config.Destination) *testCluster {
+	t.Helper()
 	a := freeAddrs(t, 12)
 	var members []config.Member
 	for i := range 3 {
 		members = append(members, config.Member{ID: fmt.Sprintf("n%d", i+1), Raft: a[4*i], STOMP: a[4*i+1], AMQP: a[4*i+2], Admin: a[4*i+3]})
 	}
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, opts: opts}
 	for i := range 3 {
 		cfg := config.Default()
 		cfg.Data = t.TempDir()
@@ -90,7 +98,7 @@ func newTestClusterWith(t *testing.T, tune func(*config.Config), dests ...config
 
 func (c *testCluster) start(i int) {
 	c.t.Helper()
-	b, err := Start(context.Background(), c.cfgs[i], nil)
+	b, err := startWith(context.Background(), c.cfgs[i], nil, c.opts)
 	if err != nil {
 		c.t.Fatalf("start n%d: %v", i+1, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sluicemq/sluice/engine"
 	"github.com/sluicemq/sluice/internal/config"
 )
 
@@ -51,11 +52,19 @@ func setRuntimeLimit(limit int64) (restore func()) {
 	return func() { debug.SetMemoryLimit(prev) }
 }
 
-// watchDisk reports the data directory's free space to the engine's flow
-// gate every interval until ctx ends: below disk_free_limit it holds
-// producers. A file system that cannot be measured is not watched.
+// diskReading is a reading of the data directory's free space against
+// disk_free_limit.
+type diskReading struct {
+	low         bool
+	free, limit int64
+}
+
+// watchDisk reports the data directory's free space to the flow gate of
+// the engine serving clients (flowGate) every interval until ctx ends:
+// below disk_free_limit it holds producers. A file system that cannot be
+// measured is not watched. The last reading is kept for a cluster's next
+// term (applyDisk).
 func (b *Broker) watchDisk(ctx context.Context, interval time.Duration, usage diskUsage) {
-	fl := b.engine.Flow()
 	var limit int64
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -70,11 +79,33 @@ func (b *Broker) watchDisk(ctx context.Context, interval time.Duration, usage di
 				return
 			}
 		}
-		fl.SetDiskAlarm(free < limit, free, limit)
+		b.disk.Store(&diskReading{low: free < limit, free: free, limit: limit})
+		if fl := b.flowGate(); fl != nil {
+			b.applyDisk(fl)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// flowGate is the flow gate of the engine serving clients: the broker's,
+// or the serving term's in a cluster (nil on a follower).
+func (b *Broker) flowGate() *engine.Flow {
+	if b.cluster != nil {
+		if t := b.cluster.current(); t != nil {
+			return t.eng.Flow()
+		}
+		return nil
+	}
+	return b.engine.Flow()
+}
+
+// applyDisk gives fl the disk watcher's last reading, if there is one.
+func (b *Broker) applyDisk(fl *engine.Flow) {
+	if r := b.disk.Load(); r != nil {
+		fl.SetDiskAlarm(r.low, r.free, r.limit)
 	}
 }
