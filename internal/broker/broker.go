@@ -255,25 +255,14 @@ func (b *Broker) listen() error {
 			return err
 		}
 		if l.WebSocket != "" {
-			h, err := b.webSocketHandler(srv, l.WebSocket)
-			if err != nil {
-				return err
-			}
-			mux := http.NewServeMux()
-			mux.Handle(ws.Path, h)
-			if err := b.serveWebSocket(l.WebSocket, mux); err != nil {
+			if err := b.serveWebSocket(srv, l.WebSocket); err != nil {
 				return err
 			}
 		}
 		if adminWS {
-			h, err := b.webSocketHandler(srv, l.Admin)
-			if err != nil {
+			if adminHandler, err = b.withWebSocket(srv, l.Admin, b.admin); err != nil {
 				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle(ws.Path, h)
-			mux.Handle("/", b.admin)
-			adminHandler = mux
 		}
 	}
 	// The AMQP 0-9-1 server takes the 0-9-1 connections of the amqp and
@@ -351,10 +340,30 @@ func (b *Broker) webSocketHandler(srv ws.ConnServer, addr string) (*ws.Handler, 
 	return h, nil
 }
 
-// serveWebSocket binds the websocket listener at addr and serves h on it:
-// HTTP/1.1, through TLS when websocket_tls is set (wss). The WebSocket
-// connections themselves belong to the STOMP server once upgraded.
-func (b *Broker) serveWebSocket(addr string, h http.Handler) error {
+// withWebSocket returns next with STOMP over WebSocket, served by srv, at
+// ws.Path of the listener at addr (the admin one).
+func (b *Broker) withWebSocket(srv ws.ConnServer, addr string, next http.Handler) (http.Handler, error) {
+	h, err := b.webSocketHandler(srv, addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ws.Path, h)
+	if next != nil {
+		mux.Handle("/", next)
+	}
+	return mux, nil
+}
+
+// serveWebSocket binds the websocket listener at addr and serves STOMP
+// over WebSocket on it at ws.Path with stomps (a STOMP server): HTTP/1.1,
+// through TLS when websocket_tls is set (wss). The WebSocket connections
+// themselves belong to stomps once upgraded.
+func (b *Broker) serveWebSocket(stomps ws.ConnServer, addr string) error {
+	h, err := b.withWebSocket(stomps, addr, nil)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("websocket listener %s: %w", addr, err)

@@ -570,26 +570,16 @@ func (b *Broker) listenCluster() error {
 	// STOMP over WebSocket: each upgraded connection is routed as a STOMP
 	// one is, redirects naming the leader's WebSocket URL.
 	if l.WebSocket != "" {
-		h, err := b.webSocketHandler(clusterConns{c: c, listener: "websocket"}, l.WebSocket)
-		if err != nil {
-			return err
-		}
-		mux := http.NewServeMux()
-		mux.Handle(ws.Path, h)
-		if err := b.serveWebSocket(l.WebSocket, mux); err != nil {
+		if err := b.serveWebSocket(clusterConns{c: c, listener: "websocket"}, l.WebSocket); err != nil {
 			return err
 		}
 	}
 	var adminHandler http.Handler = http.HandlerFunc(c.serveAdmin)
 	if l.AdminWebSocket && l.Admin != "" {
-		h, err := b.webSocketHandler(clusterConns{c: c, listener: "admin_websocket"}, l.Admin)
-		if err != nil {
+		var err error
+		if adminHandler, err = b.withWebSocket(clusterConns{c: c, listener: "admin_websocket"}, l.Admin, adminHandler); err != nil {
 			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle(ws.Path, h)
-		mux.Handle("/", adminHandler)
-		adminHandler = mux
 	}
 	if addr := l.Admin; addr != "" {
 		ln, err := net.Listen("tcp", addr)
