@@ -66,9 +66,14 @@ type ClusterMember struct {
 	Voter  bool   `json:"voter"`
 	Leader bool   `json:"leader"`
 	Self   bool   `json:"self"`
-	STOMP  string `json:"stomp,omitempty"`
-	AMQP   string `json:"amqp,omitempty"`
-	Admin  string `json:"admin,omitempty"`
+	// The advertised addresses of its listeners, from cluster.members.
+	STOMP     string `json:"stomp,omitempty"`
+	STOMPS    string `json:"stomps,omitempty"`
+	AMQP      string `json:"amqp,omitempty"`
+	AMQPS     string `json:"amqps,omitempty"`
+	AMQP091   string `json:"amqp091,omitempty"`
+	WebSocket string `json:"websocket,omitempty"`
+	Admin     string `json:"admin,omitempty"`
 	// Role is the member's role as this node sees it: this node's own raft
 	// state, "leader" for the leader it knows, and "unknown" for the other
 	// members, whose state raft does not report here (their own

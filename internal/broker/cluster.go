@@ -387,7 +387,8 @@ func (c *clusterNode) ClusterStatus() (admin.ClusterStatus, error) {
 	for _, m := range st.Members {
 		cm := admin.ClusterMember{ID: m.ID, Raft: m.Addr, Voter: m.Voter, Leader: m.ID == st.LeaderID, Self: m.ID == c.cfg.NodeID}
 		if conf, ok := c.cfg.Member(m.ID); ok {
-			cm.STOMP, cm.AMQP, cm.Admin = conf.STOMP, conf.AMQP, conf.Admin
+			cm.STOMP, cm.STOMPS, cm.AMQP, cm.AMQPS = conf.STOMP, conf.STOMPS, conf.AMQP, conf.AMQPS
+			cm.AMQP091, cm.WebSocket, cm.Admin = conf.AMQP091, conf.WebSocket, conf.Admin
 		}
 		out.Members = append(out.Members, cm)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -122,6 +123,26 @@ func TestClusterRedirectsToTheLeadersListenerOfTheSameKind(t *testing.T) {
 			if cmd != "ERROR" || !strings.Contains(rest, "\nleader:"+x.want+"\n") || !strings.Contains(rest, "the leader is at "+x.want+"\n") {
 				t.Errorf("n%d %s: CONNECT answered %s %q, want an ERROR naming %s", f+1, x.url, cmd, rest, x.want)
 			}
+		}
+	}
+
+	// /api/cluster lists every member's listener addresses.
+	resp, err := client.Get("http://" + leader.Admin + "/api/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Members []struct{ ID, STOMP, STOMPS, AMQP, AMQPS, WebSocket, Admin string }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.Members) != 3 {
+		t.Fatalf("/api/cluster: %+v, %v", st, err)
+	}
+	for _, m := range st.Members {
+		want := members[m.ID[1]-'1']
+		if m.STOMP != want.STOMP || m.STOMPS != want.STOMPS || m.AMQP != want.AMQP || m.AMQPS != want.AMQPS || m.WebSocket != want.WebSocket || m.Admin != want.Admin {
+			t.Errorf("/api/cluster member %+v, want the addresses of %+v", m, want)
 		}
 	}
 
