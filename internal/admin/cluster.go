@@ -74,20 +74,31 @@ type ClusterMember struct {
 	AMQP091   string `json:"amqp091,omitempty"`
 	WebSocket string `json:"websocket,omitempty"`
 	Admin     string `json:"admin,omitempty"`
+	// Reachable is given by the leader for each other member: whether it
+	// answers the leader's heartbeats (raft tells a leader when they start
+	// to fail and when they resume).
+	Reachable *bool `json:"reachable,omitempty"`
 	// Role is the member's role as this node sees it: this node's own raft
-	// state, "leader" for the leader it knows, and "unknown" for the other
-	// members, whose state raft does not report here (their own
-	// /api/cluster does).
+	// state, "leader" for the leader it knows; on the leader, "follower"
+	// for a member that answers its heartbeats and "unreachable" for one
+	// that does not; elsewhere "unknown", whose state raft does not report
+	// here (their own /api/cluster does).
 	Role string `json:"role"`
-	// LastContact and LastContactAgeSeconds are, on the leader's entry of
-	// a follower's answer, when this node last heard from it (raft keeps
-	// no per-follower contact time that a leader could report).
+	// LastContact and LastContactAgeSeconds are when this node last heard
+	// from the member: on a follower's answer, for the leader; on the
+	// leader's, for an unreachable member (raft reports no contact time
+	// for a follower that answers, only that it does).
 	LastContact           *time.Time `json:"lastContact,omitempty"`
 	LastContactAgeSeconds *float64   `json:"lastContactAgeSeconds,omitempty"`
 }
 
-// RoleUnknown is the role of a member this node cannot see.
-const RoleUnknown = "unknown"
+// The roles of members that are not this node and not its leader:
+// RoleUnknown for one this node cannot see, RoleUnreachable for one that
+// does not answer the leader's heartbeats.
+const (
+	RoleUnknown     = "unknown"
+	RoleUnreachable = "unreachable"
+)
 
 // view completes st as GET /api/cluster answers it at now: the members'
 // roles, the last contact on the leader's entry and its age. On the leader
@@ -111,8 +122,16 @@ func (st ClusterStatus) view(now time.Time) ClusterStatus {
 		case m.Leader:
 			m.Role = "leader"
 			m.LastContact, m.LastContactAgeSeconds = st.LastContact, age
+		case st.Role == "leader" && m.Reachable != nil && *m.Reachable:
+			m.Role, m.LastContact = "follower", nil
+		case st.Role == "leader" && m.Reachable != nil:
+			m.Role = RoleUnreachable
+			if m.LastContact != nil {
+				a := max(0, now.Sub(*m.LastContact).Seconds())
+				m.LastContactAgeSeconds = &a
+			}
 		default:
-			m.Role = RoleUnknown
+			m.Role, m.LastContact = RoleUnknown, nil
 		}
 		members[i] = m
 	}

@@ -50,8 +50,19 @@ func threeNodes(self, role, leader string, term uint64, lastContact *time.Time) 
 	return st
 }
 
+// leaderSeeing is n1 leading three nodes, n2 answering its heartbeats and
+// n3 not, last heard at heard.
+func leaderSeeing(heard *time.Time) ClusterStatus {
+	st := threeNodes("n1", "leader", "n1", 3, heard)
+	yes, no := true, false
+	st.Members[1].Reachable = &yes
+	st.Members[2].Reachable, st.Members[2].LastContact = &no, heard
+	return st
+}
+
 // GET /api/cluster gives each member its role as this node sees it, and
-// the last contact on the leader's entry; a leader reports none of its own.
+// the last contact on the leader's entry (and, on the leader, on an
+// unreachable member's); a leader reports none of its own.
 func TestClusterStatusView(t *testing.T) {
 	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	heard := now.Add(-1500 * time.Millisecond)
@@ -62,6 +73,7 @@ func TestClusterStatusView(t *testing.T) {
 		contactOf string // the member with a last contact ("" for none)
 	}{
 		{"on the leader", threeNodes("n1", "leader", "n1", 3, &heard), []string{"leader", RoleUnknown, RoleUnknown}, ""},
+		{"on the leader, told who answers", leaderSeeing(&heard), []string{"leader", "follower", RoleUnreachable}, "n3"},
 		{"on a follower", threeNodes("n2", "follower", "n1", 3, &heard), []string{"leader", "follower", RoleUnknown}, "n1"},
 		{"during an election", threeNodes("n3", "candidate", "", 4, &heard), []string{RoleUnknown, RoleUnknown, "candidate"}, ""},
 	} {

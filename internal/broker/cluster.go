@@ -386,6 +386,14 @@ func (c *clusterNode) ClusterStatus() (admin.ClusterStatus, error) {
 	}
 	for _, m := range st.Members {
 		cm := admin.ClusterMember{ID: m.ID, Raft: m.Addr, Voter: m.Voter, Leader: m.ID == st.LeaderID, Self: m.ID == c.cfg.NodeID}
+		if st.State == "Leader" && !cm.Self {
+			reachable := !m.Unreachable
+			cm.Reachable = &reachable
+			if m.Unreachable && !m.LastContact.IsZero() {
+				lc := m.LastContact
+				cm.LastContact = &lc
+			}
+		}
 		if conf, ok := c.cfg.Member(m.ID); ok {
 			cm.STOMP, cm.STOMPS, cm.AMQP, cm.AMQPS = conf.STOMP, conf.STOMPS, conf.AMQP, conf.AMQPS
 			cm.AMQP091, cm.WebSocket, cm.Admin = conf.AMQP091, conf.WebSocket, conf.Admin

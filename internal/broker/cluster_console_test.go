@@ -72,7 +72,8 @@ func getClusterView(t *testing.T, admin string) clusterView {
 // and /metrics, leader and followers alike; each node's raft series say
 // its role, the term and the indexes, and its counters go on across
 // terms: after a failover the survivors have counted the new leader and
-// the new leader its served term.
+// the new leader its served term. The leader tells its followers that
+// answer its heartbeats from those that do not.
 func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three raft nodes and an election")
@@ -127,6 +128,8 @@ func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 				want = role
 			case mb.ID == lm.ID:
 				want = "leader"
+			case i == l:
+				want = "follower" // the leader hears each answer its heartbeats
 			}
 			if mb.Role != want || !mb.Voter || mb.Raft == "" || mb.STOMP == "" || mb.Admin == "" {
 				t.Errorf("n%d sees member %+v, want role %s, a voter with its addresses", i+1, mb, want)
@@ -187,11 +190,21 @@ func TestClusterConsoleAndMetricsOnEveryNode(t *testing.T) {
 			t.Errorf("n%d is no longer a follower: %v", i+1, s)
 		}
 	}
-	// The new leader's view: the stopped member is unknown.
-	v := getClusterView(t, c.member(nl).Admin)
+	// The new leader's view: the stopped member is unreachable, the other
+	// a follower.
+	var v clusterView
+	waitUntil(t, 10*time.Second, "the new leader sees the stopped one unreachable", func() bool {
+		v = getClusterView(t, c.member(nl).Admin)
+		for _, mb := range v.Members {
+			if mb.ID == lm.ID {
+				return mb.Role == "unreachable"
+			}
+		}
+		return false
+	})
 	for _, mb := range v.Members {
-		if mb.ID == lm.ID && mb.Role != "unknown" {
-			t.Errorf("the new leader sees the stopped n%d as %q", l+1, mb.Role)
+		if !mb.Self && mb.ID != lm.ID && mb.Role != "follower" {
+			t.Errorf("the new leader sees the running n%s as %q, want follower", mb.ID[1:], mb.Role)
 		}
 	}
 	if !regexp.MustCompile(`^n[123]$`).MatchString(v.Leader) || v.Leader == lm.ID {

@@ -270,6 +270,8 @@ type Store struct {
 	inflight sync.WaitGroup
 	stopLead chan struct{}
 	leadDone chan struct{}
+	peers    peerWatch     // the leader's news of its followers (peers.go)
+	peerDone chan struct{} // closed when the peer observer has stopped (after stopLead)
 
 	// Leadership verification (Verify): vmu guards vnext and vrunning; it
 	// is never held with mu.
@@ -579,6 +581,7 @@ func Open(opts Options) (*Store, error) {
 		stopped:  make(chan struct{}),
 		stopLead: make(chan struct{}),
 		leadDone: make(chan struct{}),
+		peerDone: make(chan struct{}),
 	}
 	if opts.Bootstrap {
 		servers := []raft.Server{{ID: conf.LocalID, Address: trans.LocalAddr()}}
@@ -592,6 +595,7 @@ func Open(opts Options) (*Store, error) {
 			return fail(err)
 		}
 	}
+	s.peers.observe(r, s.stopLead, s.peerDone)
 	go s.run()
 	go s.watchLeadership(notify)
 	lg.Debug("raft store opened", "addr", trans.LocalAddr(), "applied", applied, "restore_on_start", restoreOnStart)
@@ -1102,6 +1106,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stopLead)
 	<-s.leadDone
+	<-s.peerDone
 	if err := s.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("raft transport: %w", err))
 	}
@@ -1198,6 +1203,13 @@ type Member struct {
 	ID    string
 	Addr  string
 	Voter bool
+	// Unreachable, reported by the leader for another member, is true
+	// while its heartbeats to it fail; LastContact is then when it last
+	// answered (zero when it did not answer this leader). A partitioned
+	// member shows only once a heartbeat gives up (the transport's
+	// timeout); a stopped one at once.
+	Unreachable bool
+	LastContact time.Time
 }
 
 // Status is what this node knows of the cluster now, for operators.
@@ -1237,8 +1249,13 @@ func (s *Store) Status() (Status, error) {
 	if err := fut.Error(); err != nil {
 		return st, fmt.Errorf("raftstore: configuration: %w", err)
 	}
+	leading := s.raft.State() == raft.Leader
 	for _, srv := range fut.Configuration().Servers {
-		st.Members = append(st.Members, Member{ID: string(srv.ID), Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+		m := Member{ID: string(srv.ID), Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter}
+		if leading && m.ID != s.opts.NodeID {
+			m.LastContact, m.Unreachable = s.peers.failingSince(m.ID)
+		}
+		st.Members = append(st.Members, m)
 	}
 	return st, nil
 }

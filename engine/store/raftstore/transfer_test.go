@@ -54,3 +54,37 @@ func TestTransferLeadership(t *testing.T) {
 		t.Fatalf("transfer on a single node: %v, want ErrNoTransferTarget", err)
 	}
 }
+
+// The leader's Status marks a follower whose heartbeats fail unreachable,
+// with when it last answered, and clears the mark once it answers again.
+func TestStatusMarksUnreachableFollowers(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	l := c.leader(10 * time.Second)
+	f := (l + 1) % 3
+	member := func(id string) raftstore.Member {
+		st, err := c.nodes[l].Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range st.Members {
+			if m.ID == id {
+				return m
+			}
+		}
+		t.Fatalf("%s is not in the leader's status", id)
+		return raftstore.Member{}
+	}
+	waitFor(t, 5*time.Second, "heartbeats reach "+c.id(f), func() bool { return !member(c.id(f)).Unreachable })
+	before := time.Now()
+	c.stop(f)
+	waitFor(t, 10*time.Second, c.id(f)+" marked unreachable", func() bool { return member(c.id(f)).Unreachable })
+	m := member(c.id(f))
+	if m.LastContact.IsZero() || m.LastContact.After(time.Now()) || before.Sub(m.LastContact) > 2*time.Second {
+		t.Errorf("%s last answered at %v, want shortly before it stopped (%v)", c.id(f), m.LastContact, before)
+	}
+	if other := member(c.id((l + 2) % 3)); other.Unreachable {
+		t.Errorf("the running follower is marked unreachable: %+v", other)
+	}
+	c.start(f)
+	waitFor(t, 10*time.Second, c.id(f)+" reachable again", func() bool { return !member(c.id(f)).Unreachable })
+}

@@ -1208,7 +1208,7 @@
     });
   }
 
-  const ROLE_BADGES = { leader: "green", follower: "blue", candidate: "orange", shutdown: "red", unknown: "gray" };
+  const ROLE_BADGES = { leader: "green", follower: "blue", candidate: "orange", shutdown: "red", unreachable: "red", unknown: "gray" };
   function roleBadge(role) { return h("span", { class: "badge " + (ROLE_BADGES[role] || "gray") }, role); }
   function fmtAge(sec) { return (sec < 10 ? sec.toFixed(1) + " s" : fmtDuration(sec)) + " ago"; }
 
@@ -1260,8 +1260,9 @@
       members.replaceChildren(table(["Member", "Role", "Suffrage", "Raft", "STOMP", "AMQP", "Admin", "Last contact", "Commit#", "Applied#", "Last#"],
         rows, "No members: this node has not read the raft configuration.", { id: "members-table" }));
       note.textContent = "Roles, last contact and indexes are this node's view (" + st.nodeId + "). Raft does not tell a node the others' state: " +
-        "a member other than this node and its leader shows as unknown, and a leader cannot tell when each follower last answered " +
-        "(the raft library keeps that to itself). " + (leading ? "" : "Last contact is when this node last heard from the leader. ") +
+        (leading ? "this leader shows a member as follower while it answers the heartbeats and as unreachable, with when it last answered, " +
+            "once they fail (a partitioned member only after a heartbeat times out); it cannot see the followers' indexes. "
+          : "a member other than this node and its leader shows as unknown. Last contact is when this node last heard from the leader. ") +
         "Open a member's console, at its admin address, for its own view. Refreshed every 2 s.";
     });
   }
