@@ -21,9 +21,9 @@ import (
 )
 
 // startCluster starts three clustered brokers in this process, each with a
-// STOMP and an AMQP listener, and returns each protocol's node addresses,
-// followers first and the leader last.
-func startCluster(t *testing.T) (stompNodes, amqpNodes []string) {
+// STOMP and an AMQP listener and the follower_clients given, and returns
+// each protocol's node addresses, followers first and the leader last.
+func startCluster(t *testing.T, followerClients string) (stompNodes, amqpNodes []string) {
 	t.Helper()
 	var lns []net.Listener
 	free := func() string {
@@ -65,7 +65,7 @@ func startCluster(t *testing.T) (stompNodes, amqpNodes []string) {
 		cfg := config.Default()
 		cfg.Data = dirs[i]
 		cfg.Listeners = config.Listeners{STOMP: m.STOMP, AMQP: m.AMQP}
-		cfg.Cluster = &config.Cluster{NodeID: m.ID, Bootstrap: true, Members: members}
+		cfg.Cluster = &config.Cluster{NodeID: m.ID, Bootstrap: true, Members: members, FollowerClients: followerClients}
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", m.ID)
 		b, err := broker.Start(context.Background(), cfg, log)
 		if err != nil {
@@ -95,19 +95,26 @@ func startCluster(t *testing.T) (stompNodes, amqpNodes []string) {
 
 // TestClusterClients: stomp.py, pika and Qpid Proton Python, each given a
 // follower first, reach the leader and have a message confirmed and
-// delivered there.
+// delivered there: with the followers' redirects (follower_clients =
+// "redirect"), and with their ports refusing connections ("refuse"), where
+// the clients' own address lists do it.
 func TestClusterClients(t *testing.T) {
 	script := filepath.Join("python", "cluster_py.py")
+	stompPy := []string{"stomp", "'.'.join(map(str, stomp.__version__))", "stomp.py", "python3-stomp"}
+	proton := []string{"proton", "'.'.join(map(str, proton.VERSION))", "Qpid Proton Python", "python3-qpid-proton"}
 	for _, c := range []struct {
-		scenario, module, version, name, pkg string
+		scenario, followers string
+		client              []string
 	}{
-		{"stomp-py", "stomp", "'.'.join(map(str, stomp.__version__))", "stomp.py", "python3-stomp"},
-		{"pika", "pika", "pika.__version__", "pika", "python3-pika"},
-		{"proton", "proton", "'.'.join(map(str, proton.VERSION))", "Qpid Proton Python", "python3-qpid-proton"},
+		{"stomp-py", config.FollowerRedirect, stompPy},
+		{"pika", config.FollowerRedirect, []string{"pika", "pika.__version__", "pika", "python3-pika"}},
+		{"proton", config.FollowerRedirect, proton},
+		{"stomp-py-list", config.FollowerRefuse, stompPy},
+		{"proton-urls", config.FollowerRefuse, proton},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
-			py := pythonWith(t, c.module, c.version, c.name, c.pkg)
-			stompNodes, amqpNodes := startCluster(t)
+			py := pythonWith(t, c.client[0], c.client[1], c.client[2], c.client[3])
+			stompNodes, amqpNodes := startCluster(t, c.followers)
 			t.Setenv("SLUICE_CLUSTER_STOMP", strings.Join(stompNodes, ","))
 			t.Setenv("SLUICE_CLUSTER_AMQP", strings.Join(amqpNodes, ","))
 			runScript(t, 0, c.scenario, py, script)

@@ -255,9 +255,13 @@ func (b *Broker) listen() error {
 			return err
 		}
 		if l.WebSocket != "" {
-			if err := b.serveWebSocket(srv, l.WebSocket); err != nil {
+			ws, err := b.serveWebSocket(srv, l.WebSocket)
+			if err != nil {
 				return err
 			}
+			b.mu.Lock()
+			b.wsSrv = ws
+			b.mu.Unlock()
 		}
 		if adminWS {
 			if adminHandler, err = b.withWebSocket(srv, l.Admin, b.admin); err != nil {
@@ -358,26 +362,26 @@ func (b *Broker) withWebSocket(srv ws.ConnServer, addr string, next http.Handler
 // serveWebSocket binds the websocket listener at addr and serves STOMP
 // over WebSocket on it at ws.Path with stomps (a STOMP server): HTTP/1.1,
 // through TLS when websocket_tls is set (wss). The WebSocket connections
-// themselves belong to stomps once upgraded.
-func (b *Broker) serveWebSocket(stomps ws.ConnServer, addr string) error {
+// themselves belong to stomps once upgraded; closing the server returned
+// stops the listener.
+func (b *Broker) serveWebSocket(stomps ws.ConnServer, addr string) (*http.Server, error) {
 	h, err := b.withWebSocket(stomps, addr, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("websocket listener %s: %w", addr, err)
+		return nil, fmt.Errorf("websocket listener %s: %w", addr, err)
 	}
 	served := ln
 	r := b.tls["websocket"]
 	if r != nil {
 		served = tls.NewListener(ln, r.TLSConfig())
 	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "websocket")).Handler(), slog.LevelDebug)}
 	b.mu.Lock()
 	b.addrs["websocket"] = ln.Addr()
-	b.wsSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		ErrorLog: slog.NewLogLogger(b.log.With(slog.String("component", "websocket")).Handler(), slog.LevelDebug)}
-	srv := b.wsSrv
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
@@ -388,7 +392,7 @@ func (b *Broker) serveWebSocket(stomps ws.ConnServer, addr string) error {
 	}()
 	b.log.Info("listening", slog.String("protocol", "stomp-websocket"), slog.String("addr", ln.Addr().String()),
 		slog.String("path", ws.Path), slog.Bool("tls", r != nil))
-	return nil
+	return srv, nil
 }
 
 // serveBoth registers srv and serves it on its plain listener (name,
@@ -636,6 +640,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		// ends (its clients dropped) before the raft node closes.
 		for _, ln := range lns {
 			_ = ln.Close()
+		}
+		if b.cluster.clients != nil {
+			b.cluster.clients.unbind()
 		}
 		if err := b.cluster.shutdown(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: %w", err))

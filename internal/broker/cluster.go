@@ -64,6 +64,8 @@ type clusterNode struct {
 	adminBase admin.Options
 	// engineBase is the engine configuration of every term, Store aside.
 	engineBase engine.Config
+	// clients are the messaging listeners (cluster_listen.go).
+	clients *clientListeners
 	// metrics are the node's sluice_cluster_* series, served by every
 	// admin server it runs; stopMetrics ends their sampler.
 	metrics     *admin.ClusterMetrics
@@ -277,6 +279,12 @@ func (c *clusterNode) openTerm(epoch uint64) error {
 		c.shutdownTerm(t)
 		return nil
 	}
+	if c.cfg.Refuses() {
+		if err := c.clients.bind(); err != nil {
+			c.closeTerm("its client listeners could not be bound")
+			return fmt.Errorf("bind the client listeners: %w", err)
+		}
+	}
 	c.metrics.TermServed()
 	c.log.Info("leader: serving clients", slog.Uint64("epoch", epoch))
 	return nil
@@ -293,6 +301,9 @@ func (c *clusterNode) closeTerm(reason string) {
 		return
 	}
 	c.log.Warn("no longer serving clients: engine closed", slog.Uint64("epoch", t.epoch), slog.String("reason", reason))
+	if c.cfg.Refuses() {
+		c.clients.unbind() // new clients are refused: they try the next node
+	}
 	c.shutdownTerm(t)
 }
 
@@ -540,46 +551,16 @@ func (p donePending) Done() <-chan struct{} { return closedChan }
 func (p donePending) Err() error            { return p.err }
 func (p donePending) Withdraw() bool        { return false }
 
-// listenCluster binds the messaging listeners, whose connections go to the
-// serving term or to the redirect responders, and the admin listener.
+// listenCluster binds the messaging listeners (clientListeners: now, or
+// with follower_clients = "refuse" while a term serves), whose connections
+// go to the serving term or to the redirect responders, and the admin
+// listener.
 func (b *Broker) listenCluster() error {
 	c := b.cluster
 	l := b.cfg.Listeners
-	for _, x := range []struct {
-		name, addr string
-		tlsName    string
-		kind       protoKind
-	}{
-		{"stomp", l.STOMP, "", kindSTOMP}, {"stomps", l.STOMPS, "stomps", kindSTOMP},
-		{"amqp", l.AMQP, "", kindAMQP}, {"amqps", l.AMQPS, "amqps", kindAMQP},
-		{"amqp091", l.AMQP091, "", kindAMQP091},
-	} {
-		if x.addr == "" {
-			continue
-		}
-		ln, err := net.Listen("tcp", x.addr)
-		if err != nil {
-			return fmt.Errorf("%s listener %s: %w", x.name, x.addr, err)
-		}
-		served := ln
-		if x.tlsName != "" {
-			served = tls.NewListener(ln, b.tls[x.tlsName].TLSConfig())
-		}
-		b.mu.Lock()
-		b.listeners = append(b.listeners, ln)
-		b.addrs[x.name] = ln.Addr()
-		b.mu.Unlock()
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			c.accept(served, x.kind, x.name)
-		}()
-		b.log.Info("listening", slog.String("protocol", x.name), slog.String("addr", ln.Addr().String()), slog.Bool("tls", x.tlsName != ""))
-	}
-	// STOMP over WebSocket: each upgraded connection is routed as a STOMP
-	// one is, redirects naming the leader's WebSocket URL.
-	if l.WebSocket != "" {
-		if err := b.serveWebSocket(clusterConns{c: c, listener: "websocket"}, l.WebSocket); err != nil {
+	c.clients = &clientListeners{b: b, c: c}
+	if !c.cfg.Refuses() {
+		if err := c.clients.bind(); err != nil {
 			return err
 		}
 	}

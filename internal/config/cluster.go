@@ -26,11 +26,28 @@ type Cluster struct {
 	// this long starts an election.
 	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
 	ElectionTimeout  Duration `toml:"election_timeout"`
+	// FollowerClients is what a node that serves no clients does with
+	// them: FollowerRedirect (the default, also for "") keeps its
+	// messaging listeners bound and refuses each client in its protocol,
+	// naming the leader; FollowerRefuse binds them only while it serves,
+	// so that a client's connection is refused and a client with a list of
+	// addresses tries the next at once.
+	FollowerClients string `toml:"follower_clients"`
 	// Members are the nodes of the cluster, this one included: the same
 	// list on every node. Each names its raft address and the addresses
 	// clients reach it on, which followers name in their redirects.
 	Members []Member `toml:"members"`
 }
+
+// The values of Cluster.FollowerClients.
+const (
+	FollowerRedirect = "redirect"
+	FollowerRefuse   = "refuse"
+)
+
+// Refuses reports whether a node that serves no clients closes its
+// messaging listeners (follower_clients = "refuse").
+func (c *Cluster) Refuses() bool { return c.FollowerClients == FollowerRefuse }
 
 // Member is one [[cluster.members]] entry.
 type Member struct {
@@ -158,6 +175,11 @@ func (c *Config) validateCluster() []error {
 				bad("raft %s and this node's members entry (raft %s) differ in port: the other nodes dial the members entry", cl.Raft, self.Raft)
 			}
 		}
+	}
+	switch cl.FollowerClients {
+	case "", FollowerRedirect, FollowerRefuse:
+	default:
+		bad("follower_clients %q: want %q (refuse clients naming the leader) or %q (no client listeners while not leading)", cl.FollowerClients, FollowerRedirect, FollowerRefuse)
 	}
 	if cl.HeartbeatTimeout < 0 || cl.ElectionTimeout < 0 {
 		bad("heartbeat_timeout and election_timeout must not be negative")

@@ -71,6 +71,7 @@ func TestClusterValidation(t *testing.T) {
 		{"election before heartbeat", func(c *Config) { c.Cluster.HeartbeatTimeout = Duration(2 * time.Second) }, "election_timeout (1s) must be at least heartbeat_timeout (2s)"},
 		{"bad websocket address", func(c *Config) { c.Cluster.Members[1].WebSocket = "h:x" }, `cluster.members[1] ("n2").websocket: port "x"`},
 		{"bad stomps address", func(c *Config) { c.Cluster.Members[0].STOMPS = "nohost" }, `cluster.members[0] ("n1").stomps`},
+		{"bad follower_clients", func(c *Config) { c.Cluster.FollowerClients = "drop" }, `cluster.follower_clients "drop": want "redirect"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,12 @@ went wrong (exit 1). Every wait is bounded.
   follower's connection.close during the handshake counts as a failure.
 - proton: Qpid Proton's reconnect does not follow amqp:connection:redirect;
   the handler connects to the redirect's network-host and port itself.
+
+With follower_clients = "refuse" (the followers' ports refuse the
+connection) the clients' own lists do it all:
+
+- stomp-py-list: stomp.Connection(hosts) with every node.
+- proton-urls: container.connect(urls=[...]) with its default reconnect.
 """
 
 import os
@@ -91,6 +97,79 @@ def stomp_py():
     except queue.Empty:
         fail("no receipt or message within %ss" % TIMEOUT)
     conn.disconnect()
+
+
+def stomp_py_list():
+    import stomp
+
+    class Listener(stomp.ConnectionListener):
+        def __init__(self):
+            self.receipts = queue.Queue()
+            self.messages = queue.Queue()
+
+        def on_receipt(self, frame):
+            self.receipts.put(frame.headers.get("receipt-id"))
+
+        def on_message(self, frame):
+            self.messages.put(frame.body)
+
+    hosts = nodes("SLUICE_CLUSTER_STOMP")
+    conn, lis = stomp.Connection(hosts, reconnect_attempts_max=3), Listener()
+    conn.set_listener("l", lis)
+    conn.connect(wait=True)
+    if conn.transport.current_host_and_port != hosts[-1]:
+        fail("connected to %s, want the leader %s" % (conn.transport.current_host_and_port, hosts[-1]))
+    conn.subscribe("/queue/cluster.py.list", id="1", ack="auto")
+    conn.send("/queue/cluster.py.list", "hello", headers={"persistent": "true", "receipt": "r1"})
+    try:
+        if lis.receipts.get(timeout=TIMEOUT) != "r1" or lis.messages.get(timeout=TIMEOUT) != "hello":
+            fail("wrong receipt or message")
+    except queue.Empty:
+        fail("no receipt or message within %ss" % TIMEOUT)
+    conn.disconnect()
+
+
+def proton_urls():
+    from proton import Message
+    from proton.handlers import MessagingHandler
+    from proton.reactor import Container
+
+    urls = ["amqp://%s:%d" % n for n in nodes("SLUICE_CLUSTER_AMQP")]
+
+    class Handler(MessagingHandler):
+        def __init__(self):
+            super().__init__()
+            self.got, self.err, self.host = None, None, None
+
+        def on_start(self, event):
+            self.timer = event.container.schedule(3 * TIMEOUT, self)
+            conn = event.container.connect(urls=urls, sasl_enabled=True, allowed_mechs="ANONYMOUS")
+            event.container.create_sender(conn, "cluster.py.urls")
+            event.container.create_receiver(conn, "cluster.py.urls")
+
+        def on_connection_opened(self, event):
+            self.host = event.connection.connected_address
+
+        def on_sendable(self, event):
+            if event.sender.credit and not getattr(self, "sent", False):
+                self.sent = True
+                event.sender.send(Message(body="hello", durable=True))
+
+        def on_message(self, event):
+            self.got = event.message.body
+            self.timer.cancel()
+            event.connection.close()
+
+        def on_timer_task(self, event):
+            self.err = "no message within %ss" % (3 * TIMEOUT)
+            event.container.stop()
+
+    h = Handler()
+    Container(h).run()
+    if h.err:
+        fail(h.err)
+    if h.got != "hello":
+        fail("got %r" % h.got)
 
 
 def pika_client():
@@ -187,7 +266,8 @@ def proton_client():
 
 def main():
     scenario = sys.argv[2]
-    {"stomp-py": stomp_py, "pika": pika_client, "proton": proton_client}[scenario]()
+    {"stomp-py": stomp_py, "pika": pika_client, "proton": proton_client,
+     "stomp-py-list": stomp_py_list, "proton-urls": proton_urls}[scenario]()
     print("PASS " + scenario)
 
 
