@@ -177,6 +177,11 @@ type Options struct {
 	// BindAddr is the host:port raft listens on ("127.0.0.1:0" picks a free
 	// port; Addr reports it).
 	BindAddr string
+	// Advertise is the host:port peers dial, when it is not BindAddr (one
+	// that binds every interface, 0.0.0.0); its port 0 is BindAddr's.
+	Advertise string
+	// TLS, when set, makes the transport mutual TLS.
+	TLS *TLS
 	// DataDir holds state.db, wal/ (raft.db on nodes made before the WAL)
 	// and snapshots/.
 	DataDir string
@@ -533,7 +538,7 @@ func Open(opts Options) (*Store, error) {
 	// state lost its applied index (a restore cut short, a lost file) or
 	// is older than a snapshot a leader installed.
 	restoreOnStart := len(metas) > 0 && (!ok || applied < metas[0].Index)
-	trans, err := raft.NewTCPTransport(opts.BindAddr, nil, 3, 10*time.Second, rlog)
+	trans, err := newTransport(opts.BindAddr, opts.Advertise, opts.TLS, lg)
 	if err != nil {
 		return fail(err)
 	}
