@@ -137,9 +137,19 @@ func (b *Broker) startCluster(auth *admin.Auth, authMetrics *admin.AuthMetrics) 
 			peers = append(peers, raftstore.Peer{ID: m.ID, Addr: m.Raft})
 		}
 	}
+	var raftTLS *raftstore.TLS
+	if r := b.tls["raft"]; r != nil {
+		raftTLS = &raftstore.TLS{Server: r.TLSConfig(), Client: func(addr string) *tls.Config {
+			host, _, _ := net.SplitHostPort(addr)
+			return r.ClientConfig(host)
+		}}
+	}
+	self, _ := cl.Self()
 	rs, err := raftstore.Open(raftstore.Options{
 		NodeID:           cl.NodeID,
 		BindAddr:         cl.RaftAddr(),
+		Advertise:        self.Raft, // the address peers dial, when the node binds 0.0.0.0
+		TLS:              raftTLS,
 		DataDir:          filepath.Join(b.cfg.Data, "raft"),
 		Bootstrap:        cl.Bootstrap,
 		Peers:            peers,

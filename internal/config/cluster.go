@@ -33,6 +33,13 @@ type Cluster struct {
 	// so that a client's connection is refused and a client with a list of
 	// addresses tries the next at once.
 	FollowerClients string `toml:"follower_clients"`
+	// TLS makes the raft transport mutual TLS: this node serves, and
+	// presents when it dials, the certificate of [tls] (or
+	// [tls.listener.raft]), and verifies every peer's against its
+	// client_ca_file, the CA that signs the nodes' certificates. Without
+	// it the raft port takes plain-text RPCs from anyone who can reach it:
+	// bind it to a private network.
+	TLS bool `toml:"tls"`
 	// Members are the nodes of the cluster, this one included: the same
 	// list on every node. Each names its raft address and the addresses
 	// clients reach it on, which followers name in their redirects.

@@ -13,9 +13,9 @@ import (
 
 // TLS is the [tls] section: the certificate, key and client authentication
 // of every TLS listener (listeners.stomps, listeners.amqps,
-// listeners.admin with admin_tls, and listeners.websocket with
-// websocket_tls). A [tls.listener.NAME] section overrides
-// them for one listener, key by key.
+// listeners.admin with admin_tls, listeners.websocket with
+// websocket_tls, and a cluster's raft transport with cluster.tls). A
+// [tls.listener.NAME] section overrides them for one listener, key by key.
 type TLS struct {
 	// CertFile is the PEM certificate the listeners serve, followed by
 	// any intermediate certificates.
@@ -30,7 +30,7 @@ type TLS struct {
 	// MinVersion is the lowest TLS version accepted: "1.2" or "1.3".
 	MinVersion string `toml:"min_version"`
 	// Listener are the per-listener overrides by listener name: stomps,
-	// amqps, admin or websocket.
+	// amqps, admin, websocket or raft.
 	Listener map[string]TLSOverride `toml:"listener"`
 }
 
@@ -63,10 +63,10 @@ type TLSOverride struct {
 
 // TLSListenerNames are the listeners that can serve TLS, the NAMEs of
 // [tls.listener.NAME].
-func TLSListenerNames() []string { return []string{"stomps", "amqps", "admin", "websocket"} }
+func TLSListenerNames() []string { return []string{"stomps", "amqps", "admin", "websocket", "raft"} }
 
 // tlsListenerList is TLSListenerNames for an error message: "stomps,
-// amqps, admin or websocket".
+// amqps, admin, websocket or raft".
 func tlsListenerList() string {
 	n := TLSListenerNames()
 	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
@@ -95,13 +95,18 @@ func (c *Config) TLSListeners() []string {
 	if c.Listeners.WebSocketTLS && c.Listeners.WebSocket != "" {
 		out = append(out, "websocket")
 	}
+	if c.Cluster != nil && c.Cluster.TLS {
+		out = append(out, "raft")
+	}
 	return out
 }
 
 // ListenerTLS returns the TLS settings of the listener name (stomps,
-// amqps, admin, websocket): [tls] with [tls.listener.NAME] over it, paths joined to
-// Dir. It checks the values of client_auth and min_version, not the files
-// (Validate does).
+// amqps, admin, websocket, raft): [tls] with [tls.listener.NAME] over it,
+// paths joined to Dir. It checks the values of client_auth and
+// min_version, not the files (Validate does). The raft transport's
+// (cluster.tls) always requires and verifies the peer's certificate,
+// against client_ca_file, whatever client_auth says.
 func (c *Config) ListenerTLS(name string) (tlsconf.Settings, error) {
 	if !slices.Contains(TLSListenerNames(), name) {
 		return tlsconf.Settings{}, fmt.Errorf("no TLS listener %q: want %s", name, tlsListenerList())
@@ -129,6 +134,9 @@ func (c *Config) ListenerTLS(name string) (tlsconf.Settings, error) {
 	var err error
 	if s.ClientAuth, err = parseClientAuth(m.ClientAuth); err != nil {
 		return s, err
+	}
+	if name == "raft" {
+		s.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if s.MinVersion, err = parseTLSVersion(m.MinVersion); err != nil {
 		return s, err
@@ -198,8 +206,14 @@ func (c *Config) validateTLS() []error {
 	}
 	for _, name := range c.TLSListeners() {
 		key := "listeners." + name
-		if name == "admin" || name == "websocket" {
+		switch name {
+		case "admin", "websocket":
 			key = "listeners." + name + "_tls"
+		case "raft":
+			key = "cluster.tls"
+			if s, err := c.ListenerTLS(name); err == nil && s.ClientCAFile == "" {
+				errs = append(errs, fmt.Errorf("cluster.tls verifies every peer's certificate but has no client_ca_file: set tls.client_ca_file (or tls.listener.raft.client_ca_file) to the CA that signs the nodes' certificates"))
+			}
 		}
 		s, err := c.ListenerTLS(name)
 		if err != nil {

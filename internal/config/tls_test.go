@@ -93,7 +93,7 @@ func TestValidateTLS(t *testing.T) {
 			[]string{`tls.listener.admin.min_version "1.0": TLS versions below 1.2 are refused`}},
 		{"min_version 1.4", func(c *Config) { c.TLS.MinVersion = "1.4" }, []string{`tls.min_version "1.4": want 1.2 or 1.3`}},
 		{"unknown listener", func(c *Config) { c.TLS.Listener["stomp"] = TLSOverride{} },
-			[]string{"tls.listener.stomp: no such TLS listener; want stomps, amqps, admin or websocket"}},
+			[]string{"tls.listener.stomp: no such TLS listener; want stomps, amqps, admin, websocket or raft"}},
 		{"stomps address", func(c *Config) { good(c); c.Listeners.STOMPS = "127.0.0.1" },
 			[]string{"listeners.stomps", "missing port"}},
 		{"every problem at once", func(c *Config) {

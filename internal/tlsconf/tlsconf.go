@@ -144,6 +144,17 @@ func New(s Settings, log *slog.Logger) (*Reloader, error) {
 // serves follows Reload. Do not modify it.
 func (r *Reloader) TLSConfig() *tls.Config { return r.base }
 
+// ClientConfig returns the configuration for dialing a peer that serves
+// the name serverName, for a cluster's nodes, which all hold certificates
+// of one CA: the current pair is presented as the client certificate, and
+// the peer's is verified against the client CA file. It is made anew for
+// each call, so a reload applies to the next dial.
+func (r *Reloader) ClientConfig(serverName string) *tls.Config {
+	m := r.cur.Load()
+	return &tls.Config{MinVersion: r.s.MinVersion, Certificates: []tls.Certificate{*m.pair}, RootCAs: m.pool,
+		ServerName: serverName, SessionTicketsDisabled: true}
+}
+
 // Certificate returns the certificate new handshakes are served, parsed.
 func (r *Reloader) Certificate() *x509.Certificate { return r.cur.Load().pair.Leaf }
 

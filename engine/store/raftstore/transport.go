@@ -2,10 +2,10 @@ package raftstore
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -51,22 +51,20 @@ func newTransport(bind, advertise string, t *TLS, lg *slog.Logger) (*raft.Networ
 	bound := ln.Addr().(*net.TCPAddr)
 	switch {
 	case advertise != "":
-		a, err := net.ResolveTCPAddr("tcp", advertise)
-		if err != nil {
+		host, port, err := net.SplitHostPort(advertise)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
 			_ = ln.Close()
-			return nil, fmt.Errorf("raft transport: advertised address %s: %w", advertise, err)
+			return nil, fmt.Errorf("raft transport: advertised address %q: want the host:port peers dial", advertise)
 		}
-		if a.Port == 0 {
-			a.Port = bound.Port
+		if port == "0" {
+			port = strconv.Itoa(bound.Port)
 		}
-		l.advertise = a
+		// Kept as given (a host name is not resolved): it is this node's
+		// address in the raft configuration, as the peers list it.
+		l.advertise = hostPort(net.JoinHostPort(host, port))
 	case bound.IP.IsUnspecified():
 		_ = ln.Close()
 		return nil, fmt.Errorf("raft transport: %s binds every interface: give the address peers dial (Options.Advertise)", bind)
-	}
-	if a, ok := l.Addr().(*net.TCPAddr); !ok || a.IP.IsUnspecified() {
-		_ = ln.Close()
-		return nil, errors.New("raft transport: the advertised address must be a host's")
 	}
 	if t != nil {
 		l.Listener = tls.NewListener(ln, t.Server)
@@ -75,6 +73,12 @@ func newTransport(bind, advertise string, t *TLS, lg *slog.Logger) (*raft.Networ
 		Stream: l, MaxPool: transportPool, Timeout: transportTimeout, Logger: hclogFor(lg),
 	}), nil
 }
+
+// hostPort is an advertised address, host:port as configured.
+type hostPort string
+
+func (a hostPort) Network() string { return "tcp" }
+func (a hostPort) String() string  { return string(a) }
 
 // Addr is the address peers dial.
 func (l *streamLayer) Addr() net.Addr {

@@ -69,7 +69,23 @@ type Pair struct {
 // Server issues a server certificate for hosts (DNS names and IPs).
 func (ca *CA) Server(t testing.TB, hosts ...string) Pair {
 	t.Helper()
-	tmpl := ca.template(t, hosts[0], x509.ExtKeyUsageServerAuth)
+	return ca.forHosts(t, hosts, x509.ExtKeyUsageServerAuth)
+}
+
+// Node issues the certificate of a cluster node for hosts: a server and a
+// client certificate at once, as each node both accepts and dials its
+// peers.
+func (ca *CA) Node(t testing.TB, hosts ...string) Pair {
+	t.Helper()
+	return ca.forHosts(t, hosts, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// forHosts issues a certificate for hosts (DNS names and IPs) with the
+// extended key usages given.
+func (ca *CA) forHosts(t testing.TB, hosts []string, usage ...x509.ExtKeyUsage) Pair {
+	t.Helper()
+	tmpl := ca.template(t, hosts[0], usage[0])
+	tmpl.ExtKeyUsage = usage
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
