@@ -136,7 +136,8 @@ func New(opts Options) *Server {
 		s.history = newHistory(opts.HistoryInterval, opts.HistoryLength, opts.HistoryDestinations)
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopHistory, s.historyDone = cancel, make(chan struct{})
-		go func() { defer close(s.historyDone); s.history.run(ctx, s.eng) }()
+		h := s.history // the sampler's, read once: tests put another in s.history
+		go func() { defer close(s.historyDone); h.run(ctx, s.eng) }()
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 		s.routes()
 		s.console()
