@@ -944,6 +944,14 @@ func (q *queue) expirePaged(now int64) {
 	q.b.expireRefs(q, refs)
 }
 
+// browsed is a ready ref as a browseSource took it, with its delivery
+// count then: the ref's own may change (a consumer takes it) while the
+// browser goes on, outside queue.mu.
+type browsed struct {
+	r     *ref
+	count int32
+}
+
 // browseSource walks a queue's waiting messages for a browser in delivery
 // order: lane by lane from the highest priority, within a lane by arrival,
 // merging the ready refs in memory when it was made with the lane's paged
@@ -955,7 +963,7 @@ type browseSource struct {
 	accept func(*ref) bool
 	now    int64
 	lane   int
-	mem    [10][]*ref // ready refs per lane, by seq
+	mem    [10][]browsed // ready refs per lane, by seq
 	lanes  [10]pageLane
 	paged  int64 // paged messages when it was made
 	cursor uint64
@@ -970,7 +978,9 @@ func (q *queue) browse(accept func(*ref) bool) *browseSource {
 	q.mu.Lock()
 	for p := range q.ready {
 		l := &q.ready[p]
-		src.mem[p] = slices.Clone(l.items[l.head:])
+		for _, r := range l.items[l.head:] {
+			src.mem[p] = append(src.mem[p], browsed{r: r, count: r.count})
+		}
 		src.lanes[p] = q.pg.lanes[p]
 		src.lanes[p].skip = maps.Clone(q.pg.lanes[p].skip)
 	}
@@ -985,8 +995,14 @@ func (s *browseSource) startLane() {
 	s.cursor = s.lanes[s.lane].from
 }
 
-func (s *browseSource) live(r *ref) bool {
-	return (r.msg.Expiration == 0 || r.msg.Expiration > s.now) && (s.accept == nil || s.accept(r))
+// live reports whether r, with the delivery count count, is shown: not
+// expired, and accepted. accept is given a copy of what it may read (the
+// message and the count), not r, whose state a consumer may be changing.
+func (s *browseSource) live(r *ref, count int32) bool {
+	if r.msg.Expiration != 0 && r.msg.Expiration <= s.now {
+		return false
+	}
+	return s.accept == nil || s.accept(&ref{msg: r.msg, seq: r.seq, size: r.size, q: r.q, count: count})
 }
 
 // next returns up to n more deliveries; none when the walk is over.
@@ -999,11 +1015,13 @@ func (s *browseSource) next(n int) []message.Delivery {
 		}
 		mem := s.mem[s.lane]
 		var r *ref
+		var count int32
 		switch {
-		case len(mem) > 0 && (len(s.buf) == 0 || mem[0].seq < s.buf[0].seq):
-			r, s.mem[s.lane] = mem[0], mem[1:]
+		case len(mem) > 0 && (len(s.buf) == 0 || mem[0].r.seq < s.buf[0].seq):
+			r, count, s.mem[s.lane] = mem[0].r, mem[0].count, mem[1:]
 		case len(s.buf) > 0:
 			r, s.buf = s.buf[0], s.buf[1:]
+			count = r.count // a transient ref of this source's
 		default:
 			s.lane--
 			if s.lane >= 0 {
@@ -1011,8 +1029,8 @@ func (s *browseSource) next(n int) []message.Delivery {
 			}
 			continue
 		}
-		if s.live(r) {
-			out = append(out, message.Delivery{Msg: r.msg, DeliveryCount: r.count + 1, Redelivered: r.count > 0})
+		if s.live(r, count) {
+			out = append(out, message.Delivery{Msg: r.msg, DeliveryCount: count + 1, Redelivered: count > 0})
 		}
 	}
 	return out
