@@ -139,6 +139,10 @@ func TestFollowerServer(t *testing.T) {
 		t.Errorf("transfer on a follower: %v", v)
 	}
 	e.want("POST", "/api/cluster/transfer", nil, 409)
+	// A body that is not the request's: 400, before the cluster is asked.
+	e.want("POST", "/api/cluster/transfer", `{"to": 3}`, 400)
+	e.want("POST", "/api/cluster/transfer", `{"leader": "n3"}`, 400)
+	e.want("POST", "/api/cluster/transfer", `{"to": "n3"`, 400)
 	st := e.want("GET", "/api/cluster", nil, 200)
 	members, _ := st["members"].([]any)
 	if len(members) != 3 {
