@@ -289,11 +289,9 @@ func (c *clusterNode) openTerm(epoch uint64) error {
 		c.shutdownTerm(t)
 		return nil
 	}
-	if c.cfg.Refuses() {
-		if err := c.clients.bind(); err != nil {
-			c.closeTerm("its client listeners could not be bound")
-			return fmt.Errorf("bind the client listeners: %w", err)
-		}
+	if err := c.clients.termOpened(); err != nil {
+		c.closeTerm("its client listeners could not be bound")
+		return fmt.Errorf("bind the client listeners: %w", err)
 	}
 	c.metrics.TermServed()
 	c.log.Info("leader: serving clients", slog.Uint64("epoch", epoch))
@@ -311,9 +309,7 @@ func (c *clusterNode) closeTerm(reason string) {
 		return
 	}
 	c.log.Warn("no longer serving clients: engine closed", slog.Uint64("epoch", t.epoch), slog.String("reason", reason))
-	if c.cfg.Refuses() {
-		c.clients.unbind() // new clients are refused: they try the next node
-	}
+	c.clients.termClosed()
 	c.shutdownTerm(t)
 }
 
@@ -569,10 +565,8 @@ func (b *Broker) listenCluster() error {
 	c := b.cluster
 	l := b.cfg.Listeners
 	c.clients = &clientListeners{b: b, c: c}
-	if !c.cfg.Refuses() {
-		if err := c.clients.bind(); err != nil {
-			return err
-		}
+	if err := c.clients.start(); err != nil {
+		return err
 	}
 	var adminHandler http.Handler = http.HandlerFunc(c.serveAdmin)
 	if l.AdminWebSocket && l.Admin != "" {

@@ -25,6 +25,31 @@ type clientListeners struct {
 	bound []io.Closer // the listeners and the websocket server, while bound
 }
 
+// start binds the listeners for the node's life, unless they follow the
+// terms (follower_clients = "refuse").
+func (cl *clientListeners) start() error {
+	if cl.c.cfg.Refuses() {
+		return nil
+	}
+	return cl.bind()
+}
+
+// termOpened binds the listeners when they follow the terms.
+func (cl *clientListeners) termOpened() error {
+	if !cl.c.cfg.Refuses() {
+		return nil
+	}
+	return cl.bind()
+}
+
+// termClosed closes the listeners when they follow the terms: new clients
+// are refused, and try the next node.
+func (cl *clientListeners) termClosed() {
+	if cl.c.cfg.Refuses() {
+		cl.unbind()
+	}
+}
+
 // bind binds every configured messaging listener and starts accepting, if
 // they are not bound already. On an error none stays bound.
 func (cl *clientListeners) bind() error {
